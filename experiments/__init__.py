@@ -1,0 +1,1 @@
+"""Configurations and scripts that reproduce the reference figures and our own studies."""

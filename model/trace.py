@@ -1,0 +1,325 @@
+"""The trace format: the contract between the engine, the simulator and the dashboards.
+
+A run writes one directory:
+    meta.json           the run: schema_version, runtime, algo, game, board, params, ranks, ...
+    packages.parquet    one row per work package   (TABLES["packages"] gives the columns)
+    messages.parquet    one row per message
+    samples.parquet     one row per rank x sampling tick
+    tree.parquet        one row per node of a tree snapshot
+
+Several writers (one per MPI rank, say) may write parts `packages.<part>.parquet` into the same directory;
+`finalize()` merges them into the files above. Readers accept unmerged parts, so a run that was interrupted
+before the merge still leaves a readable trace. Only pyarrow/pandas are used here: no engine, no simulator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from model.errors import TraceError
+
+SCHEMA_VERSION = 1
+
+PACKAGE_KINDS = ("select", "expand", "playout", "update", "sync", "bcast", "io")
+MESSAGE_KINDS = ("MOVE", "UPDATE", "DUP", "SYNC", "BCAST", "PLAYOUT_FWD", "PLAYOUT_RESULT", "CONTROL", "MERGE", "JOB", "RESULT")
+
+# table name -> ordered (column, arrow type). Category columns are stored as dictionary<int8, string>.
+_CAT = pa.dictionary(pa.int8(), pa.string())
+TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
+    "packages": [
+        ("t_start", pa.float64()), ("t_end", pa.float64()), ("rank", pa.int32()), ("worker", pa.int32()),
+        ("kind", _CAT), ("sim_id", pa.int64()),
+    ],
+    "messages": [
+        ("t_send", pa.float64()), ("t_recv", pa.float64()), ("src", pa.int32()), ("dst", pa.int32()),
+        ("kind", _CAT), ("bytes", pa.int32()), ("sim_id", pa.int64()),
+    ],
+    "samples": [
+        ("t", pa.float64()), ("rank", pa.int32()), ("queue_len", pa.int32()), ("busy_frac", pa.float64()),
+        ("sims_done", pa.int64()), ("playouts_done", pa.int64()), ("nodes_stored", pa.int64()),
+        ("nodes_duplicated", pa.int64()),
+    ],
+    "tree": [
+        ("t", pa.float64()), ("hash", pa.uint64()), ("parent", pa.uint64()), ("move", pa.int32()),
+        ("depth", pa.int32()), ("visits", pa.int64()), ("wins", pa.float64()), ("owner", pa.int32()),
+        ("duplicated", pa.bool_()),
+    ],
+}
+CATEGORY_VALUES = {("packages", "kind"): PACKAGE_KINDS, ("messages", "kind"): MESSAGE_KINDS}
+META_REQUIRED = ("schema_version", "runtime", "algo", "game", "board", "params", "ranks", "threads",
+                 "machine", "seed", "versions", "started_at", "t_end")
+
+
+def schema(table: str) -> pa.Schema:
+    return pa.schema([pa.field(n, t) for n, t in TABLES[table]])
+
+
+def machine_description() -> str:
+    """One line naming the host: hostname, CPU model, core count (for meta.json and results files)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{socket.gethostname()}: {cpu}, {os.cpu_count()} cores"
+
+
+def versions() -> dict[str, str]:
+    import numba
+
+    from treesplit import __version__
+
+    return {"treesplit": __version__, "python": platform.python_version(), "numpy": np.__version__,
+            "numba": numba.__version__, "pyarrow": pa.__version__}
+
+
+@dataclass
+class Meta:
+    """meta.json. `ranks` is {"search": M, "broadcast": B}; `params` the algorithm's parameters."""
+
+    runtime: str  # "engine" or "sim"
+    algo: str
+    game: str = "go"
+    board: int = 9
+    params: dict[str, Any] = field(default_factory=dict)
+    ranks: dict[str, int] = field(default_factory=lambda: {"search": 1, "broadcast": 0})
+    threads: int = 1
+    machine: str = ""
+    seed: int = 0
+    versions: dict[str, str] = field(default_factory=dict)
+    started_at: str = ""
+    t_end: float | None = None
+    sample_rate: float = 1.0  # fraction of packages/messages recorded (samples are always exact)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d = {"schema_version": SCHEMA_VERSION, **self.__dict__}
+        if not d["started_at"]:
+            d["started_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        if not d["versions"]:
+            d["versions"] = versions()
+        if not d["machine"]:
+            d["machine"] = machine_description()
+        return d
+
+
+class _Table:
+    """Column buffers for one table, flushed to a ParquetWriter in row groups."""
+
+    def __init__(self, path: Path, name: str, flush_rows: int):
+        self.path, self.name, self.flush_rows = path, name, flush_rows
+        self.cols: dict[str, list] = {n: [] for n, _ in TABLES[name]}
+        self.writer: pq.ParquetWriter | None = None
+        self.rows = 0
+
+    def append(self, row: tuple) -> None:
+        for buf, v in zip(self.cols.values(), row):
+            buf.append(v)
+        if len(next(iter(self.cols.values()))) >= self.flush_rows:
+            self.flush()
+
+    def extend(self, columns: dict[str, Any]) -> None:
+        for n in self.cols:
+            self.cols[n].extend(np.asarray(columns[n]).tolist())
+        if len(next(iter(self.cols.values()))) >= self.flush_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        n = len(next(iter(self.cols.values())))
+        if n == 0:
+            return
+        arrays = []
+        for (cname, typ) in TABLES[self.name]:
+            vals = self.cols[cname]
+            if pa.types.is_dictionary(typ):
+                arrays.append(pa.array(vals, pa.string()).dictionary_encode().cast(typ))
+            else:
+                arrays.append(pa.array(vals, typ))
+        batch = pa.Table.from_arrays(arrays, schema=schema(self.name))
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path, schema(self.name))
+        self.writer.write_table(batch)
+        self.rows += n
+        for buf in self.cols.values():
+            buf.clear()
+
+    def close(self) -> None:
+        self.flush()
+        if self.writer is None:  # an empty table still gets a file, so readers find every table
+            pq.write_table(schema(self.name).empty_table(), self.path)
+        else:
+            self.writer.close()
+            self.writer = None
+
+
+class TraceWriter:
+    """Writes one part of a trace directory. Use as a context manager, or call close().
+
+    part=None writes the final file names directly (one writer for the whole run, e.g. the simulator);
+    part="rank3" writes `packages.rank3.parquet` etc., to be merged by `finalize()`.
+    """
+
+    def __init__(self, directory: str | Path, meta: Meta | None = None, part: str | None = None,
+                 flush_rows: int = 65536):
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        suffix = f".{part}.parquet" if part else ".parquet"
+        self.tables = {n: _Table(self.dir / f"{n}{suffix}", n, flush_rows) for n in TABLES}
+        self.meta = meta
+        if meta is not None:
+            write_meta(self.dir, meta)
+        self.closed = False
+
+    def package(self, t_start: float, t_end: float, rank: int, worker: int, kind: str, sim_id: int = -1) -> None:
+        self.tables["packages"].append((t_start, t_end, rank, worker, kind, sim_id))
+
+    def message(self, t_send: float, t_recv: float, src: int, dst: int, kind: str, nbytes: int,
+                sim_id: int = -1) -> None:
+        self.tables["messages"].append((t_send, t_recv, src, dst, kind, nbytes, sim_id))
+
+    def sample(self, t: float, rank: int, queue_len: int, busy_frac: float, sims_done: int, playouts_done: int,
+               nodes_stored: int, nodes_duplicated: int) -> None:
+        self.tables["samples"].append((t, rank, queue_len, busy_frac, sims_done, playouts_done, nodes_stored,
+                                       nodes_duplicated))
+
+    def tree(self, columns: dict[str, Any]) -> None:
+        """Append a tree snapshot: a dict of equal-length arrays with the columns of TABLES['tree']."""
+        self.tables["tree"].extend(columns)
+
+    def extend(self, table: str, columns: dict[str, Any]) -> None:
+        self.tables[table].extend(columns)
+
+    def close(self, t_end: float | None = None) -> None:
+        if self.closed:
+            return
+        for t in self.tables.values():
+            t.close()
+        self.closed = True
+        if self.meta is not None and t_end is not None:
+            self.meta.t_end = t_end
+            write_meta(self.dir, self.meta)
+
+    def __enter__(self) -> "TraceWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def write_meta(directory: str | Path, meta: Meta) -> None:
+    d = Path(directory)
+    tmp = d / "meta.json.tmp"
+    tmp.write_text(json.dumps(meta.to_json(), indent=2, default=str))
+    tmp.replace(d / "meta.json")
+
+
+def _parts(d: Path, table: str) -> list[Path]:
+    return sorted(p for p in d.glob(f"{table}.*.parquet"))
+
+
+def finalize(directory: str | Path) -> None:
+    """Merge per-part files (`packages.rank0.parquet`, ...) into one file per table, sorted by time."""
+    d = Path(directory)
+    for table, cols in TABLES.items():
+        parts = _parts(d, table)
+        if not parts:
+            continue
+        final = d / f"{table}.parquet"
+        sources = parts + ([final] if final.exists() else [])
+        merged = pa.concat_tables([_read_table(p, table) for p in sources])
+        tcol = cols[0][0]
+        if merged.num_rows:
+            merged = merged.sort_by(tcol)
+        pq.write_table(merged, final.with_suffix(".parquet.tmp"))
+        final.with_suffix(".parquet.tmp").replace(final)
+        for p in parts:
+            p.unlink()
+
+
+def _read_table(path: Path, table: str) -> pa.Table:
+    try:
+        t = pq.read_table(path)
+    except Exception as e:  # a truncated part (killed writer) is reported, not a traceback
+        raise TraceError(f"{path}: unreadable parquet file ({e})") from None
+    missing = [n for n, _ in TABLES[table] if n not in t.column_names]
+    if missing:
+        raise TraceError(f"{path}: missing columns {missing}")
+    # unify dictionary columns so tables from different parts concatenate
+    arrays = []
+    for n, typ in TABLES[table]:
+        col = t.column(n)
+        if pa.types.is_dictionary(typ):
+            col = col.cast(pa.string()).dictionary_encode().cast(typ)
+        else:
+            col = col.cast(typ)
+        arrays.append(col)
+    return pa.Table.from_arrays(arrays, schema=schema(table))
+
+
+def read_meta(directory: str | Path) -> dict[str, Any]:
+    d = Path(directory)
+    if not d.exists():
+        raise TraceError(f"{d}: no such directory")
+    if not d.is_dir():
+        raise TraceError(f"{d}: not a directory (a trace is a directory with meta.json and parquet files)")
+    mp = d / "meta.json"
+    if not mp.exists():
+        raise TraceError(f"{d}: not a trace directory (no meta.json)")
+    try:
+        meta = json.loads(mp.read_text())
+    except json.JSONDecodeError as e:
+        raise TraceError(f"{mp}: not valid JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise TraceError(f"{mp}: expected a JSON object")
+    v = meta.get("schema_version")
+    if v != SCHEMA_VERSION:
+        raise TraceError(f"{mp}: schema_version {v!r} is not supported (this treesplit reads {SCHEMA_VERSION})")
+    missing = [k for k in META_REQUIRED if k not in meta]
+    if missing:
+        raise TraceError(f"{mp}: missing fields {missing}")
+    return meta
+
+
+@dataclass
+class Trace:
+    """A trace directory loaded as pandas DataFrames (category columns as pandas categoricals)."""
+
+    path: Path
+    meta: dict[str, Any]
+    packages: pd.DataFrame
+    messages: pd.DataFrame
+    samples: pd.DataFrame
+    tree: pd.DataFrame
+
+
+def read_table(directory: str | Path, table: str) -> pd.DataFrame:
+    d = Path(directory)
+    sources = ([d / f"{table}.parquet"] if (d / f"{table}.parquet").exists() else []) + _parts(d, table)
+    if not sources:
+        return schema(table).empty_table().to_pandas()
+    t = pa.concat_tables([_read_table(p, table) for p in sources])
+    if t.num_rows and len(sources) > 1:
+        t = t.sort_by(TABLES[table][0][0])
+    return t.to_pandas()
+
+
+def read_trace(directory: str | Path) -> Trace:
+    """Load a trace; raises TraceError with one clear message if `directory` is not a trace."""
+    meta = read_meta(directory)
+    tables = {n: read_table(directory, n) for n in TABLES}
+    return Trace(Path(directory), meta, **tables)

@@ -1,0 +1,1 @@
+"""The virtual runtime: runs model/ roles as SimPy processes on modelled cores and network, in simulated time."""

@@ -1,0 +1,1 @@
+"""Subcommands of `treesplit` owned by sim/: one module each, each with register(subparsers)."""

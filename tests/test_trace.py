@@ -1,0 +1,50 @@
+import json
+
+import pytest
+
+from model.errors import TraceError
+from model.trace import Meta, TraceWriter, finalize, read_trace
+
+
+def _write_parts(d, ranks=2, n=5):
+    for r in range(ranks):
+        w = TraceWriter(d, Meta(runtime="engine", algo="treesplit") if r == 0 else None, part=f"rank{r}",
+                        flush_rows=3)
+        for i in range(n):
+            w.package(i * 0.1 + r, i * 0.1 + 0.05 + r, r, 0, "select" if r else "playout", i)
+            w.message(i * 0.1, i * 0.1 + 0.01, r, 1 - r, "MOVE", 64, i)
+        w.sample(0.5, r, 3, 0.75, 10, 9, 100, 2)
+        w.close(t_end=2.0)
+
+
+def test_parts_are_readable_before_and_after_merge(tmp_path):
+    _write_parts(tmp_path)
+    before = read_trace(tmp_path)
+    assert len(before.packages) == 10 and len(before.messages) == 10 and len(before.samples) == 2
+    finalize(tmp_path)
+    after = read_trace(tmp_path)
+    assert not list(tmp_path.glob("*.rank*.parquet"))
+    assert after.packages["t_start"].is_monotonic_increasing
+    assert set(after.packages["kind"]) == {"select", "playout"}
+    assert after.meta["t_end"] == 2.0 and after.meta["runtime"] == "engine"
+    assert after.tree.empty and list(after.tree.columns)[:2] == ["t", "hash"]
+
+
+def test_not_a_trace_is_refused_clearly(tmp_path):
+    with pytest.raises(TraceError, match="no meta.json"):
+        read_trace(tmp_path)
+    with pytest.raises(TraceError, match="no such directory"):
+        read_trace(tmp_path / "nope")
+    (tmp_path / "meta.json").write_text(json.dumps({"schema_version": 99}))
+    with pytest.raises(TraceError, match="schema_version 99"):
+        read_trace(tmp_path)
+    (tmp_path / "meta.json").write_text("{not json")
+    with pytest.raises(TraceError, match="not valid JSON"):
+        read_trace(tmp_path)
+
+
+def test_truncated_parquet_is_a_trace_error(tmp_path):
+    _write_parts(tmp_path, ranks=1)
+    (tmp_path / "packages.rank0.parquet").write_bytes(b"PAR1garbage")
+    with pytest.raises(TraceError, match="unreadable"):
+        read_trace(tmp_path)

@@ -1,0 +1,3 @@
+from treesplit.cli import main
+
+raise SystemExit(main())
