@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
         for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
             if not info.name.startswith("_"):
                 importlib.import_module(f"{part}.commands.{info.name}").register(sub)
+    from treesplit import bench
+
+    bench.register(sub)
     return parser
 
 
