@@ -26,3 +26,127 @@ Kernels (all @njit(cache=True, nogil=True)), dispatched on g[0] below:
 Game-level rules that need history (positional superko in Go) are the search's and the game record's
 business, through each game's position hash; the kernels above are history-free.
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, uint64
+
+from model.errors import ConfigError
+from model.go import board as go
+from model import pgame as pg
+
+GO, PGAME, LOA = 0, 1, 2
+NAMES = {"go": GO, "pgame": PGAME}
+
+
+@njit(cache=True, nogil=True, inline="always")
+def n_actions(g):
+    if g[0] == GO:
+        return go.go_n_actions(g)
+    return pg.pg_n_actions(g)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def legal_actions(g, s, out):
+    if g[0] == GO:
+        return go.go_legal_actions(g, s, out)
+    return pg.pg_legal_actions(g, s, out)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def play(g, s, a):
+    if g[0] == GO:
+        return go.go_play(g, s, a)
+    return pg.pg_play(g, s, a)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def hash(g, s):  # noqa: A001  (the contract's name)
+    if g[0] == GO:
+        return go.go_hash(g, s)
+    return pg.pg_hash(g, s)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def position_hash(g, s):
+    """Hash of the position without the side to move, for positional superko; a move that leaves it
+    unchanged (a pass) never repeats a position. The P-game never repeats, so its hash serves."""
+    if g[0] == GO:
+        return go.go_position_hash(g, s)
+    return pg.pg_hash(g, s)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def to_move(g, s):
+    if g[0] == GO:
+        return go.go_to_move(g, s)
+    return pg.pg_to_move(g, s)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def is_terminal(g, s):
+    if g[0] == GO:
+        return go.go_is_terminal(g, s)
+    return pg.pg_is_terminal(g, s)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def playout(g, s, rng, amaf):
+    if g[0] == GO:
+        return go.go_playout(g, s, rng, amaf)
+    return pg.pg_playout(g, s, rng, amaf)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def reward(g, result):
+    if result > 0:
+        return 1.0
+    if result < 0:
+        return 0.0
+    return 0.5
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """A game and its settings, as the command line names them; make() gives the kernels' (g, s)."""
+
+    name: str = "go"
+    size: int = 9            # Go
+    komi: float = 7.0        # Go
+    policy: str = "random"   # Go playout policy: random | light
+    branching: int = 4       # P-game
+    depth: int = 8           # P-game
+    seed: int = 1            # P-game tree
+    cost: int = 0            # P-game busy-loop iterations per playout step
+
+    def make(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.name == "go":
+            g = go.make_params(self.size, self.komi, self.policy)
+            return g, go.new_state(g)
+        if self.name == "pgame":
+            if self.branching < 1 or self.depth < 1 or self.cost < 0:
+                raise ConfigError("pgame: needs branching >= 1, depth >= 1, cost >= 0")
+            g = pg.make_params(self.branching, self.depth, self.seed, self.cost, game_id=PGAME)
+            return g, pg.new_state(g)
+        raise ConfigError(f"game: unknown game {self.name!r} (known: {', '.join(NAMES)})")
+
+
+def make_game(name: str, **kw) -> tuple[np.ndarray, np.ndarray]:
+    """(g, initial s) for "go" (size, komi, policy) or "pgame" (branching, depth, seed, cost)."""
+    return GameSpec(name=name, **kw).make()
+
+
+@njit(cache=True, nogil=True)
+def run_playouts(g, s, rng, n):
+    """n playouts from s (s unchanged); returns their mean result. The bare playout rate of benchmarks."""
+    c = s.copy()
+    amaf = np.empty(n_actions(g), dtype=np.int8)
+    total = 0.0
+    for _ in range(n):
+        c[:] = s
+        amaf[:] = -1
+        total += playout(g, c, rng, amaf)
+    return total / max(n, 1)

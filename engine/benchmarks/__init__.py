@@ -1,0 +1,1 @@
+"""Benchmark kinds of the engine (`treesplit bench KIND`), one module each."""

@@ -1,0 +1,166 @@
+"""`treesplit bench parallel`: simulation rates of the parallel algorithms against the sequential search,
+measured in the same run, with the message figures of the MPI ones.
+
+Per board and configuration: sims/s, PPS, NPS, messages/sim, hops/sim, bytes/sim and the worker busy
+fraction, the median of --repeats runs of --seconds each. Runs are interleaved (every configuration once,
+then again) so that a machine whose load drifts treats them alike. MPI layouts are RANKSxTHREADS
+(threads per rank count the IO thread; 1 = the IO thread runs the packages itself). With --trace-cost the
+first MPI layout also runs with a trace recorded, which gives the price of recording.
+
+    treesplit bench parallel                                   # this machine: 19x19, the 2-core layouts
+    treesplit bench parallel --boards 9,19 --seconds 5 --repeats 5
+    treesplit bench parallel --scaling --cores 16              # 1,2,4,8,16 ranks on a 16-core machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+DEFAULT_LAYOUTS = "2x1,2x2"
+METRICS = ("sims_per_s", "pps", "nps", "messages_per_sim", "hops_per_sim", "bytes_per_sim", "busy_frac")
+
+
+def register(kinds) -> None:
+    p = kinds.add_parser("parallel", help="parallel algorithms vs the sequential search: sims/s, PPS, NPS, "
+                                          "messages, hops and bytes per simulation, busy fraction",
+                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--boards", default="19", help="board sizes, comma separated (default 19)")
+    p.add_argument("--algos", default="tree,treesplit,tds",
+                   help="algorithms besides sequential, comma separated (default tree,treesplit,tds)")
+    p.add_argument("--layouts", default=DEFAULT_LAYOUTS,
+                   help=f"MPI layouts RANKSxTHREADS, comma separated (default {DEFAULT_LAYOUTS})")
+    p.add_argument("--tree-threads", type=int, default=2, help="threads of the tree algorithm (default 2)")
+    p.add_argument("--scaling", action="store_true",
+                   help="scaling table instead: treesplit on 1, 2, 4, ... ranks up to --cores cores")
+    p.add_argument("--cores", type=int, default=os.cpu_count(), help="cores for --scaling (default: all)")
+    p.add_argument("--seconds", type=float, default=3.0, help="seconds per run (default 3)")
+    p.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")
+    p.add_argument("--policy", choices=("random", "light"), default="random", help="Go playout policy")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="parameter for the MPI algorithms (e.g. overload=10)")
+    p.add_argument("--trace-cost", action=argparse.BooleanOptionalAction, default=True,
+                   help="also run the first MPI layout with a trace, to price recording (default on)")
+    p.add_argument("--name", default=None, help="results file name (default bench_parallel[_scaling])")
+    p.set_defaults(func=_run)
+
+
+def _configs(args) -> list[dict[str, Any]]:
+    from model.errors import UserError
+
+    if args.scaling:
+        out, r = [], 1
+        while r <= args.cores:
+            threads = max(1, args.cores // r) if r < args.cores else 1
+            out.append({"algo": "treesplit", "ranks": r, "threads": threads})
+            r *= 2
+        return out
+    out = []
+    for algo in [a.strip() for a in args.algos.split(",") if a.strip()]:
+        if algo == "tree":
+            out.append({"algo": "tree", "threads": args.tree_threads})
+            continue
+        for lay in args.layouts.split(","):
+            try:
+                ranks, threads = (int(x) for x in lay.lower().split("x"))
+            except ValueError:
+                raise UserError(f"--layouts: {lay!r} is not RANKSxTHREADS") from None
+            out.append({"algo": algo, "ranks": ranks, "threads": threads})
+    if args.trace_cost:
+        mpi = next((c for c in out if "ranks" in c), None)
+        if mpi is not None:
+            out.append({**mpi, "trace": True})
+    return out
+
+
+def _label(c: dict[str, Any]) -> str:
+    if c["algo"] in ("sequential", "tree"):
+        return c["algo"] if c["algo"] == "sequential" else f"tree {c['threads']}t"
+    return f"{c['algo']} {c['ranks']}x{c['threads']}" + (" +trace" if c.get("trace") else "")
+
+
+def _run_shared(algo: str, threads: int, board: int, seconds: float, policy: str) -> dict[str, float]:
+    from engine import algorithms
+    from engine.sequential import Position
+    from engine.timecontrol import Budget
+    from model.game import make_game
+
+    g, s = make_game("go", size=board, komi=7.0, policy=policy)
+    pos = Position.initial(g, s)
+    searcher = algorithms.make_searcher(algo, algorithms.make_config(algo, {}, threads=threads, seed=1))
+    searcher.search(pos, Budget(sims=64))  # load the kernels outside the measurement
+    searcher.reset()
+    r = searcher.search(pos, Budget(seconds=seconds))
+    searcher.close()
+    return {"sims_per_s": r.sims_per_s, "pps": r.pps, "nps": r.nps, "messages_per_sim": 0.0,
+            "hops_per_sim": 0.0, "bytes_per_sim": 0.0, "busy_frac": 1.0, "sims": r.sims}
+
+
+def _run_mpi(c: dict[str, Any], board: int, seconds: float, policy: str, params: dict[str, str]) -> dict[str, float]:
+    from engine.mpi import DistributedConfig, run_distributed
+
+    with tempfile.TemporaryDirectory(prefix="treesplit-bench-") as tmp:
+        cfg = DistributedConfig(algo=c["algo"], game="go", board=board, komi=7.0, game_params={"policy": policy},
+                                ranks=c["ranks"], bcast_ranks=0 if c["ranks"] < 4 else None,
+                                threads=c["threads"], seconds=seconds, params=dict(params), seed=1,
+                                trace=f"{tmp}/trace" if c.get("trace") else None)
+        res = run_distributed(cfg)
+    return {k: float(res[k]) for k in (*METRICS, "sims")}
+
+
+def _run(args: argparse.Namespace) -> int:
+    from model.config import parse_overrides
+    from model.results import write_json
+
+    params = parse_overrides(args.param)
+    boards = [int(b) for b in args.boards.split(",")]
+    configs = [{"algo": "sequential", "threads": 1}] + _configs(args)
+    table: dict[int, dict[str, dict[str, Any]]] = {}
+    for board in boards:
+        runs: dict[str, list[dict[str, float]]] = {_label(c): [] for c in configs}
+        for rep in range(args.repeats):
+            for c in configs:
+                t0 = time.monotonic()
+                if "ranks" in c:
+                    m = _run_mpi(c, board, args.seconds, args.policy, params)
+                else:
+                    m = _run_shared(c["algo"], c["threads"], board, args.seconds, args.policy)
+                runs[_label(c)].append(m)
+                print(f"  {board}x{board} run {rep + 1}/{args.repeats} {_label(c):24s} "
+                      f"{m['sims_per_s']:9.0f} sims/s  ({time.monotonic() - t0:.1f} s)", file=sys.stderr)
+        seq = statistics.median(r["sims_per_s"] for r in runs["sequential"])
+        rows = {}
+        for label, rs in runs.items():
+            row = {k: statistics.median(r[k] for r in rs) for k in METRICS}
+            row["runs_sims_per_s"] = [r["sims_per_s"] for r in rs]
+            row["speedup"] = row["sims_per_s"] / seq if seq else float("nan")
+            rows[label] = row
+        table[board] = rows
+        _print(board, rows)
+        traced = [lbl for lbl in rows if lbl.endswith("+trace")]
+        if traced:
+            base = rows[traced[0][: -len(" +trace")]]["sims_per_s"]
+            cost = 1 - rows[traced[0]]["sims_per_s"] / base if base else float("nan")
+            print(f"  recording a trace costs {100 * cost:.1f}% of sims/s ({traced[0]})")
+            rows[traced[0]]["trace_cost"] = cost
+    name = args.name or ("bench_parallel_scaling" if args.scaling else "bench_parallel")
+    path = write_json(name, {"seconds": args.seconds, "repeats": args.repeats, "policy": args.policy,
+                             "params": params, "cpu_count": os.cpu_count(),
+                             "load_avg": os.getloadavg(), "boards": {str(b): r for b, r in table.items()}})
+    print(f"results: {path}")
+    return 0
+
+
+def _print(board: int, rows: dict[str, dict[str, Any]]) -> None:
+    print(f"\n{board}x{board} Go, medians:")
+    print(f"  {'configuration':24s} {'sims/s':>9s} {'speedup':>8s} {'PPS':>9s} {'NPS':>8s} {'msg/sim':>8s} "
+          f"{'hops/sim':>8s} {'B/sim':>8s} {'busy':>5s}")
+    for label, r in rows.items():
+        print(f"  {label:24s} {r['sims_per_s']:9.0f} {r['speedup']:8.2f} {r['pps']:9.0f} {r['nps']:8.0f} "
+              f"{r['messages_per_sim']:8.2f} {r['hops_per_sim']:8.2f} {r['bytes_per_sim']:8.0f} "
+              f"{r['busy_frac']:5.2f}")

@@ -1,0 +1,86 @@
+"""`treesplit gtp`: play Go over GTP v2 on stdin/stdout (for GoGui, Sabaki, gogui-twogtp, `treesplit match`).
+
+Also home of the player flags shared with `treesplit match` (add_player_arguments / player_config).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_player_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags that configure our Player; every one of them passes through to the Player's config."""
+    p.add_argument("--algo", default="sequential",
+                   help="search algorithm (sequential, tree, and the MPI ones; default sequential)")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--sims", type=int, default=None, help="simulations per move")
+    budget.add_argument("--seconds", type=float, default=None, help="seconds per move")
+    p.add_argument("--threads", type=int, default=None, help="worker threads (algorithms that use them)")
+    p.add_argument("--ranks", type=int, default=None, help="MPI ranks (MPI algorithms)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other player setting, e.g. --param c=0.7 or --param rave=false (repeatable)")
+    p.add_argument("--seed", type=int, default=None, help="random seed (reproducible searches)")
+
+
+def player_config(args: argparse.Namespace):
+    """The Player's config from the flags (validated; ConfigError names a bad field)."""
+    from engine.player import PlayerConfig
+    from model.config import from_dict, parse_overrides
+
+    data: dict = {"algo": args.algo}
+    for flag in ("sims", "seconds", "threads", "ranks", "seed"):
+        v = getattr(args, flag, None)
+        if v is not None:
+            data[flag] = v
+    data.update(parse_overrides(args.param))
+    return from_dict(PlayerConfig, data, where="player: ")
+
+
+def make_gtp_engine(config, size: int = 19, komi: float = 7.5):
+    """A GtpEngine around a Player built from `config` (module-level so match workers can pickle it)."""
+    from engine.gtp import GtpEngine
+    from engine.player import Player
+
+    return GtpEngine(Player(config), size=size, komi=komi)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("gtp", help="play Go over GTP v2 on stdin/stdout",
+                       description="Speak GTP v2 on stdin/stdout, for any GTP controller (GoGui, Sabaki, "
+                                   "gogui-twogtp) or `treesplit match`. Diagnostics go to stderr.")
+    add_player_arguments(p)
+    p.add_argument("--name", default="treesplit", help="the engine name reported by `name`")
+    p.set_defaults(func=run)
+
+
+def serve(engine, stdin, stdout, stderr) -> int:
+    """The I/O loop: one line in, one response out, until quit or end of input."""
+    for line in stdin:
+        response = engine.handle(line)
+        if response is None:
+            continue
+        if engine.last_traceback:
+            stderr.write(engine.last_traceback)
+            stderr.flush()
+        stdout.write(response)
+        stdout.flush()
+        if engine.quit:
+            break
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    config = player_config(args)
+    out = sys.stdout
+    # Anything printed by library code (compilers, progress) must not corrupt the protocol stream.
+    sys.stdout = sys.stderr
+    try:
+        engine = make_gtp_engine(config)
+        engine.name = args.name
+        try:
+            return serve(engine, sys.stdin, out, sys.stderr)
+        finally:
+            engine.close()
+    finally:
+        sys.stdout = out

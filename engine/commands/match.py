@@ -1,0 +1,80 @@
+"""`treesplit match`: play N games against another GTP engine, write SGFs, a CSV and a summary."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from pathlib import Path
+
+
+def register(sub) -> None:
+    from engine.commands.gtp import add_player_arguments
+
+    p = sub.add_parser("match", help="play a match against another GTP engine (e.g. GNU Go)",
+                       description="Play N games against another GTP engine with alternating colours. Writes "
+                                   "OUT/games/game-NNNN.sgf, OUT/games.csv (one row per game) and "
+                                   "OUT/summary.json (win rate, 95%% Wilson interval, Elo difference).")
+    p.add_argument("--opponent", default="gnugo --mode gtp --level 10 --chinese-rules",
+                   help="the opponent's GTP command line (default: %(default)s)")
+    p.add_argument("--games", type=int, default=10, help="games to play (default 10)")
+    p.add_argument("--board", type=int, default=9, help="board size (default 9)")
+    p.add_argument("--komi", type=float, default=7.0, help="komi (default 7)")
+    p.add_argument("--max-moves", type=int, default=0, help="move cap, then the game is scored (0: 3 x points)")
+    p.add_argument("--move-timeout", type=float, default=600.0,
+                   help="seconds an engine may take for one command before it forfeits (default 600)")
+    p.add_argument("--no-cleanup", action="store_true",
+                   help="score at the first two passes even if the opponent's count names the other winner")
+    p.add_argument("--first-color", choices=("black", "white"), default="black", help="our colour in game 1")
+    p.add_argument("--jobs", type=int, default=1, help="games played at once, in worker processes (default 1)")
+    p.add_argument("--out", default=None, help="directory for SGFs and tables (default experiments/results/match-DATE)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_player_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _local_engine(config, size: int, komi: float):
+    from engine.commands.gtp import make_gtp_engine
+    from engine.gtp_client import GtpLocal
+
+    return GtpLocal(make_gtp_engine(config, size=size, komi=komi), name="treesplit")
+
+
+def run(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+    from datetime import datetime
+
+    from engine.commands.gtp import player_config
+    from engine.match import MatchConfig, run_match
+    from model.config import from_dict
+    from model.results import RESULTS_DIR
+
+    cfg = from_dict(MatchConfig, {
+        "opponent": args.opponent, "games": args.games, "board": args.board, "komi": args.komi,
+        "max_moves": args.max_moves, "move_timeout": args.move_timeout, "cleanup": not args.no_cleanup,
+        "jobs": args.jobs, "first_color": args.first_color}, where="match: ")
+    player = player_config(args)
+    from engine.gtp_client import resolve_command
+
+    resolve_command(cfg.opponent)  # fail now, with one clear message, if the opponent is not installed
+    out = Path(args.out) if args.out else RESULTS_DIR / f"match-{datetime.now():%Y%m%d-%H%M%S}"
+    summary = run_match(cfg, functools.partial(_local_engine, player, cfg.board, cfg.komi), out,
+                        engine_info=dataclasses.asdict(player), progress=not args.quiet)
+    st = summary["stats"]
+
+    def elo(x, default):  # the summary holds None for an infinite Elo difference (JSON has no infinity)
+        return default if x is None else f"{x:+.0f}"
+
+    sign = "n/a" if not st["games"] else "+inf" if st["win_rate"] > 0.5 else "-inf"
+    print(f"{st['games']} games (+{summary['void']} void): {st['wins']} won, {st['losses']} lost, "
+          f"{st['draws']} drawn; win rate {st['win_rate']:.3f} [95% CI {st['ci_low']:.3f}, {st['ci_high']:.3f}]; "
+          f"Elo {elo(st['elo'], sign)} [{elo(st['elo_low'], '-inf')}, {elo(st['elo_high'], '+inf')}]")
+    print(f"mean game {summary['mean_game_seconds']:.1f} s, {summary['mean_moves']:.0f} moves; "
+          f"our time per move {summary['our_seconds_per_move'] or 0:.2f} s; "
+          f"clean-ups {summary['cleanups']}, score checks {summary['scores_checked']}, "
+          f"winner disagreements {summary['winner_disagreements']}")
+    for key in ("our_faults", "opponent_faults", "score_disagreements"):
+        if summary[key]:
+            print(f"{key.replace('_', ' ')}: " + json.dumps(summary[key]))
+    print(f"results in {out}")
+    return 0

@@ -1,0 +1,102 @@
+"""`treesplit search`: one search from the initial position with any algorithm; prints the move and rates."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+GO_COLUMNS = "ABCDEFGHJKLMNOPQRST"
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "search", help="run one search with any algorithm and print the move, sims/s, PPS, NPS",
+        description="Run one search from the empty board (Go) or the root (P-game) and print the chosen move, "
+                    "simulations/s, playouts/s (PPS), new tree nodes/s (NPS) and root visits.")
+    p.add_argument("--algo", default="sequential", help="algorithm (sequential, tree; MPI: leaf, root, tds, "
+                                                        "dfuct, treesplit, hybrid)")
+    p.add_argument("--game", choices=("go", "pgame"), default="go")
+    p.add_argument("--board", type=int, default=9, help="Go board size (default 9)")
+    p.add_argument("--komi", type=float, default=7.0)
+    p.add_argument("--policy", choices=("random", "light"), default="random", help="Go playout policy")
+    p.add_argument("--branching", type=int, default=4, help="P-game branching factor")
+    p.add_argument("--depth", type=int, default=8, help="P-game depth")
+    p.add_argument("--playout-cost", type=int, default=0, help="P-game busy-loop iterations per playout step")
+    p.add_argument("--game-seed", type=int, default=1, help="P-game tree seed")
+    budget = p.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--sims", type=int, help="simulations")
+    budget.add_argument("--seconds", type=float, help="seconds")
+    p.add_argument("--threads", type=int, default=None, help="threads (tree; per rank for MPI algorithms)")
+    p.add_argument("--ranks", type=int, default=None, help="MPI search ranks (MPI algorithms)")
+    p.add_argument("--bcast-ranks", type=int, default=None, help="MPI broadcast ranks (treesplit, hybrid)")
+    p.add_argument("--trace", default=None, metavar="DIR", help="record a trace directory (MPI algorithms)")
+    p.add_argument("--telemetry", default=None, metavar="HOST:PORT", help="push live telemetry (MPI algorithms)")
+    p.add_argument("--tt-mb", type=float, default=None, help="transposition table memory in MiB")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="algorithm parameter, repeatable (e.g. c=0.5, rave=false, vloss=3)")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def action_name(game: str, size: int, action: int) -> str:
+    if action < 0:
+        return "none"
+    if game != "go":
+        return str(action)
+    if action == size * size:
+        return "pass"
+    return f"{GO_COLUMNS[action % size]}{action // size + 1}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from engine import algorithms
+    from model.config import parse_overrides
+    from model.errors import UserError
+
+    algo = algorithms.get(args.algo)
+    if args.sims is not None and args.sims < 1:
+        raise UserError("--sims: must be >= 1")
+    if args.seconds is not None and args.seconds <= 0:
+        raise UserError("--seconds: must be > 0")
+    if algo.needs_mpi:
+        return algo.run(args)
+    if args.ranks not in (None, 1) or args.bcast_ranks:
+        raise UserError(f"--ranks/--bcast-ranks: algorithm {args.algo!r} runs in one process "
+                        f"(MPI algorithms: {', '.join(algorithms.MPI_ALGORITHMS)})")
+    if args.trace or args.telemetry:
+        raise UserError(f"--trace/--telemetry: not recorded by algorithm {args.algo!r} yet")
+
+    from engine.sequential import Position
+    from engine.timecontrol import Budget
+    from model.game import GameSpec
+
+    config = algorithms.make_config(args.algo, parse_overrides(args.param), seed=args.seed, threads=args.threads,
+                                    tt_mb=args.tt_mb)
+    spec = GameSpec(name=args.game, size=args.board, komi=args.komi, policy=args.policy,
+                    branching=args.branching, depth=args.depth, seed=args.game_seed, cost=args.playout_cost)
+    g, s = spec.make()
+    pos = Position.initial(g, s)
+    searcher = algorithms.make_searcher(args.algo, config)
+    searcher.search(pos, Budget(sims=1))  # compiles (or loads) the kernels outside the timed search
+    searcher.reset()
+    res = searcher.search(pos, Budget(sims=args.sims, seconds=args.seconds))
+    searcher.close()
+    move = action_name(args.game, args.board, res.action)
+    if args.json:
+        out = {"algo": args.algo, "game": args.game, "board": args.board if args.game == "go" else None,
+               "move": move, "threads": config.threads, **res.as_dict(),
+               "pv_names": [action_name(args.game, args.board, a) for a in res.pv]}
+        print(json.dumps(out, default=float))
+        return 0
+    where = f"{args.board}x{args.board} Go" if args.game == "go" else \
+        f"P-game b={args.branching} d={args.depth} cost={args.playout_cost}"
+    print(f"{args.algo} on {where}: move {move}{' (would resign)' if res.resign else ''}")
+    print(f"  sims {res.sims} in {res.seconds:.3f} s: {res.sims_per_s:,.0f} sims/s, PPS {res.pps:,.0f}, "
+          f"NPS {res.nps:,.0f}")
+    print(f"  root visits {res.root_visits}, value {res.root_value:.3f}, "
+          f"max depth {res.counters['max_depth']}, mean depth {res.counters['depth_sum'] / max(res.sims, 1):.1f}")
+    print("  pv " + " ".join(action_name(args.game, args.board, a) for a in res.pv))
+    for c in res.children[:5]:
+        print(f"    {action_name(args.game, args.board, c.action):>5}  visits {c.visits:>8}  value {c.value:.3f}")
+    return 0

@@ -1,0 +1,172 @@
+"""The MPI algorithms in the algorithm registry (engine/algorithms.py imports this module as a provider).
+
+Each algorithm of model/roles (treesplit, tds, root, leaf) registers with
+  - a config class whose fields are the job layout (ranks, bcast_ranks, threads), seed and table size,
+    the in-tree policy's (model.uct.UctParams) and the algorithm's own parameters (model/roles/params.py),
+    so `--param n_dup=2048` and the Player's shared settings (c, rave, seed, threads, ranks, tt_mb) all land;
+  - `run(args)`: `treesplit search` hands over its parsed arguments; the search runs as an MPI job
+    (started here, or this process is one rank of a job the user started) and rank 0 prints the result;
+  - `make_searcher(config)`: a searcher for the GTP Player, one MPI job per search.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+from engine import algorithms
+from engine.mpi.config import DistributedConfig
+from model.config import check, parse_overrides
+from model.roles.params import ALGO_PARAMS, ALGO_DEFAULTS, split_params
+from model.uct import UctParams
+
+DESCRIPTIONS = {
+    "treesplit": "UCT-Treesplit: the tree spread by hash over MPI ranks, hot nodes duplicated, broadcast ranks",
+    "tds": "transposition-table-driven scheduling: treesplit without duplication",
+    "root": "root parallelisation: independent trees, near-root statistics merged now and then",
+    "leaf": "leaf parallelisation: a master does the in-tree work, the other ranks playouts",
+}
+DEFAULT_RANKS = 2
+DEFAULT_THREADS = 2
+_LAYOUT = [("ranks", int | None, None), ("bcast_ranks", int | None, None), ("threads", int | None, None),
+           ("seed", int, 1), ("tt_mb", float | None, None)]
+
+
+def _param_names(algo: str) -> list[str]:
+    names = [f.name for f in dataclasses.fields(UctParams)]
+    names += [f.name for f in dataclasses.fields(ALGO_PARAMS[algo]) if f.name not in names]
+    return names
+
+
+def algo_params(algo: str, cfg) -> dict[str, Any]:
+    """The --param values of a config that differ from the defaults (what the roles get)."""
+    defaults = {**{f.name: f.default for f in dataclasses.fields(UctParams)},
+                **{f.name: f.default for f in dataclasses.fields(ALGO_PARAMS[algo])}, **ALGO_DEFAULTS.get(algo, {})}
+    out = {n: getattr(cfg, n) for n in _param_names(algo) if getattr(cfg, n) != defaults.get(n)}
+    if cfg.tt_mb is not None:
+        out["table_mb"] = cfg.tt_mb
+    return {k: (str(v) if isinstance(v, float) and math.isinf(v) else v) for k, v in out.items()}
+
+
+def _config_class(algo: str) -> type:
+    uct = {f.name: f for f in dataclasses.fields(UctParams)}
+    own = {f.name: f for f in dataclasses.fields(ALGO_PARAMS[algo])}
+    fields = list(_LAYOUT)
+    for name in _param_names(algo):
+        f = uct.get(name) or own[name]
+        default = ALGO_DEFAULTS.get(algo, {}).get(name, f.default)
+        fields.append((name, f.type, dataclasses.field(default=default)))
+
+    def validate(self) -> None:
+        check(self.ranks is None or self.ranks >= 1, "ranks", "need at least 1 search rank")
+        check(self.bcast_ranks is None or self.bcast_ranks >= 0, "bcast_ranks", "must be >= 0")
+        check(self.threads is None or self.threads >= 1, "threads", "must be >= 1")
+        check(self.tt_mb is None or self.tt_mb > 0, "tt_mb", "must be > 0")
+        split_params(algo, algo_params(algo, self))
+
+    return dataclasses.make_dataclass(f"{algo.capitalize()}Config", fields, namespace={"validate": validate})
+
+
+def distributed_config(algo: str, cfg, **kw) -> DistributedConfig:
+    """A DistributedConfig for one search with the registry config `cfg`; kw: game, budget, trace, ..."""
+    return DistributedConfig(algo=algo, ranks=cfg.ranks or DEFAULT_RANKS, bcast_ranks=cfg.bcast_ranks,
+                             threads=cfg.threads or DEFAULT_THREADS, seed=cfg.seed,
+                             params=algo_params(algo, cfg), **kw)
+
+
+def run_search(args) -> int:
+    """`treesplit search --algo NAME ...` for an MPI algorithm."""
+    from engine.mpi.launch import run_distributed
+    from engine.mpi.summary import format_text
+
+    cfg = algorithms.make_config(args.algo, parse_overrides(args.param), seed=args.seed, ranks=args.ranks,
+                                 bcast_ranks=args.bcast_ranks, threads=args.threads, tt_mb=args.tt_mb)
+    if args.game == "go":
+        game_params = {"policy": args.policy}
+    else:
+        game_params = {"branching": args.branching, "depth": args.depth, "seed": args.game_seed,
+                       "cost": args.playout_cost}
+    dc = distributed_config(args.algo, cfg, game=args.game, board=args.board, komi=args.komi,
+                            game_params=game_params, sims=args.sims, seconds=args.seconds, trace=args.trace,
+                            telemetry=args.telemetry)
+    res = run_distributed(dc)
+    if res is None:  # a rank other than 0 of a job the user started: rank 0 prints
+        return 0
+    print(json.dumps(res, default=float) if args.json else format_text(res), flush=True)
+    return 0
+
+
+class DistributedSearcher:
+    """The Player's searcher for an MPI algorithm. Its searches run in one MPI session (engine.mpi.session)
+    that lives as long as the searcher, so each rank keeps its part of the tree from move to move. Inside an
+    MPI job the user started, rank 0 leads the session and the other ranks serve it from here on: for them
+    the constructor returns only when rank 0 closes the session, and then ends the process."""
+
+    def __init__(self, algo: str, config):
+        from engine.mpi.launch import inside_mpi
+
+        config.validate()
+        self.name, self.config = algo, config
+        self.session = None
+        self._check = distributed_config(algo, config, sims=1)
+        self._check.validate()
+        if inside_mpi():
+            from engine.mpi import session
+
+            if session._comm().Get_rank() != 0:
+                session.follow()
+                raise SystemExit(0)
+            self.session = session.Leader()
+
+    def _session(self):
+        if self.session is None:
+            from engine.mpi.host import check_config
+            from engine.mpi.session import SessionClient
+
+            check_config(self._check)
+            self.session = SessionClient(self._check.world_size)
+        return self.session
+
+    def search(self, pos, budget, plan=None):
+        from engine.sequential import COUNTER_NAMES, SearchResult
+        from model.game import GO
+        from model.go.board import G_SIZE
+        from model.uct import RootChild
+
+        g = pos.g
+        go = int(g[0]) == GO
+        dc = distributed_config(self.name, self.config, game="go" if go else "pgame",
+                                board=int(g[G_SIZE]) if go else 9, g=g.tolist(), state=pos.s.tolist(),
+                                history=[int(h) for h in pos.history], sims=budget.sims, seconds=budget.seconds)
+        dc.validate()
+        res = self._session().command({"op": "search", "config": dataclasses.asdict(dc)})["result"]
+        nan = float("nan")
+        children = [RootChild(a, n, v, 0, nan) for a, n, v in res["children"]]
+        counters = {k: 0 for k in COUNTER_NAMES}
+        counters.update(sims=res["sims"], playouts=res["playouts"], new_nodes=res["nodes"])
+        return SearchResult(action=res["move"], resign=False, sims=res["sims"], playouts=res["playouts"],
+                            new_nodes=res["nodes"], seconds=res["seconds"], root_visits=res["root_visits"],
+                            root_value=res["root_value"], children=children, pv=res["pv"], extensions=[],
+                            counters=counters)
+
+    def reset(self) -> None:
+        """Forget the trees (new game, undo)."""
+        if self.session is not None:
+            self.session.command({"op": "reset"})
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+
+def _register() -> None:
+    for algo in ALGO_PARAMS:
+        algorithms.register(algorithms.Algorithm(
+            algo, DESCRIPTIONS.get(algo, algo), _config_class(algo),
+            make_searcher=lambda cfg, a=algo: DistributedSearcher(a, cfg), run=run_search, needs_mpi=True))
+
+
+_register()

@@ -1,0 +1,59 @@
+"""One clock for all ranks: seconds since the run started, as rank 0 sees it.
+
+At start-up every rank meets at a barrier, then rank 0 plays ping-pong with each rank in turn and keeps,
+per rank, the round with the shortest round trip: offset = t_remote - (t_send + t_recv) / 2, accurate to
+half that round trip. Rank 0 then sends each rank its offset and the start time, so that
+t = perf_counter() - offset - start is comparable across ranks and hosts.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+TAG_PING, TAG_PONG, TAG_RESULT = 1, 2, 3
+
+
+class Clock:
+    def __init__(self, offset: float = 0.0, start: float | None = None, rtt: float = 0.0):
+        self.offset = offset
+        self.start = time.perf_counter() if start is None else start
+        self.rtt = rtt  # round trip of the best ping-pong (0 on rank 0): the offset's uncertainty is rtt / 2
+        self._base = self.offset + self.start
+
+    def now(self) -> float:
+        return time.perf_counter() - self._base
+
+
+def synchronise(comm, rounds: int = 8) -> Clock:
+    """Collective: every rank calls it at start-up, before any other traffic. Blocking on purpose."""
+    from mpi4py import MPI
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    comm.Barrier()
+    buf = np.zeros(1, dtype=np.float64)
+    if rank == 0:
+        best = {}
+        for r in range(1, size):
+            for _ in range(rounds):
+                t0 = time.perf_counter()
+                comm.Send([buf, MPI.DOUBLE], dest=r, tag=TAG_PING)
+                comm.Recv([buf, MPI.DOUBLE], source=r, tag=TAG_PONG)
+                t1 = time.perf_counter()
+                rtt, off = t1 - t0, float(buf[0]) - (t0 + t1) / 2
+                if r not in best or rtt < best[r][0]:
+                    best[r] = (rtt, off)
+        comm.Barrier()
+        start = time.perf_counter()
+        for r in range(1, size):
+            comm.Send([np.array([best[r][1], start, best[r][0]]), MPI.DOUBLE], dest=r, tag=TAG_RESULT)
+        return Clock(0.0, start, 0.0)
+    for _ in range(rounds):
+        comm.Recv([buf, MPI.DOUBLE], source=0, tag=TAG_PING)
+        buf[0] = time.perf_counter()
+        comm.Send([buf, MPI.DOUBLE], dest=0, tag=TAG_PONG)
+    comm.Barrier()
+    res = np.zeros(3, dtype=np.float64)
+    comm.Recv([res, MPI.DOUBLE], source=0, tag=TAG_RESULT)
+    return Clock(float(res[0]), float(res[1]), float(res[2]))

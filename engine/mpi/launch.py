@@ -1,0 +1,134 @@
+"""Starting a distributed search: either inside an MPI job someone else started (mpiexec, srun), or by
+starting one ourselves through the mpiexec that sits next to this Python (the venv's MPICH).
+
+    run_distributed(config) -> result dict      (None on ranks other than 0 inside a user-started job)
+
+The search command and the GTP player call it the same way; they need not know which case applies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from engine.mpi.config import DistributedConfig
+from model.errors import UserError
+
+# Environment variables that MPI launchers set in every rank (MPICH/Hydra, Open MPI, PMIx, Slurm's PMI).
+_MPI_ENV = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+            "MPI_LOCALNRANKS", "HYDI_CONTROL_FD")
+INTERRUPT_GRACE = 20.0
+
+
+class DistributedError(UserError):
+    """The MPI job failed (a rank died, aborted or was interrupted); the message says how."""
+
+
+def inside_mpi() -> bool:
+    """True when this process is a rank of an MPI job started by a launcher."""
+    return any(v in os.environ for v in _MPI_ENV)
+
+
+def mpiexec_path() -> str:
+    exe = Path(sys.executable).parent / "mpiexec"
+    if exe.exists():
+        return str(exe)
+    found = shutil.which("mpiexec")
+    if not found:
+        raise UserError("no mpiexec next to this Python or on PATH: install mpich (pip install mpich) "
+                        "or run the search inside your own mpiexec")
+    return found
+
+
+def mpiexec_command(config: DistributedConfig, spec: Path, result: Path) -> list[str]:
+    return [mpiexec_path(), *map(str, config.mpiexec_args), "-n", str(config.world_size),
+            sys.executable, "-m", "engine.mpi.main", str(spec), str(result)]
+
+
+def mpi_world():
+    """MPI_COMM_WORLD, starting MPI with MPI_THREAD_FUNNELED if it is not running yet (only the IO thread
+    of a rank calls MPI)."""
+    import mpi4py
+
+    if "mpi4py.MPI" not in sys.modules:
+        mpi4py.rc.thread_level = "funneled"
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD
+
+
+def run_in_mpi(config: DistributedConfig) -> dict[str, Any] | None:
+    """Run this process's rank of the search (called on every rank)."""
+    from engine.mpi.rank import RankRuntime
+
+    return RankRuntime(config, mpi_world()).run()
+
+
+def run_distributed(config: DistributedConfig, timeout: float | None = None) -> dict[str, Any] | None:
+    """Run one distributed search and return rank 0's result dict (chosen move and summary figures).
+
+    Inside an MPI job, every rank calls this and only rank 0 gets the dict (the others get None).
+    Otherwise this starts `mpiexec -n M+B python -m engine.mpi.main ...` and waits for it.
+    Raises DistributedError if the job fails, KeyboardInterrupt if interrupted (the trace stays readable).
+    """
+    config.validate()
+    if inside_mpi():
+        return run_in_mpi(config)
+    from engine.mpi.host import check_config
+
+    check_config(config)
+    with tempfile.TemporaryDirectory(prefix="treesplit-mpi-") as tmp:
+        spec, result = Path(tmp) / "config.json", Path(tmp) / "result.json"
+        config.save(spec)
+        cmd = mpiexec_command(config, spec, result)
+        # own session: a terminal's Ctrl-C reaches mpiexec once, through us (twice would make Hydra kill
+        # the ranks before they close their trace parts)
+        proc = subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL)
+        try:
+            rc = proc.wait(timeout)
+        except KeyboardInterrupt:
+            _interrupt(proc)
+            raise
+        except subprocess.TimeoutExpired:
+            _interrupt(proc)
+            raise DistributedError(f"the MPI job did not finish within {timeout:g} s and was stopped") from None
+        if rc != 0:
+            raise DistributedError(_failure(rc, config))
+        try:
+            return json.loads(result.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise DistributedError(f"the MPI job ended but rank 0 left no result ({e})") from None
+
+
+def _interrupt(proc: subprocess.Popen) -> None:
+    """Ask mpiexec to pass SIGINT to the ranks (they close their traces), then insist."""
+    try:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(INTERRUPT_GRACE)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        pass
+
+
+def _failure(rc: int, config: DistributedConfig) -> str:
+    n = config.world_size
+    if rc == 130 or rc == -signal.SIGINT:
+        return f"the MPI job ({n} ranks) was interrupted"
+    if rc < 0 or rc in (9, 15) or rc > 128:
+        sig = -rc if rc < 0 else (rc - 128 if rc > 128 else rc)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return (f"the MPI job ({n} ranks) failed: a rank was killed ({name}); "
+                f"mpiexec stopped the others (exit code {rc})")
+    return f"the MPI job ({n} ranks) failed with exit code {rc}; see the rank's error above"

@@ -1,0 +1,386 @@
+"""One MPI rank of a distributed search: an IO thread (the caller's, the only one that calls MPI) and
+worker threads, hosting one role (engine.mpi.host).
+
+The IO loop, one turn:
+    receive what arrived (MPI probe + receive, byte buffers) -> role.on_message / the CONTROL protocol
+    hand finished packages back -> role.on_work_done
+    deliver messages the rank sent to itself; run one package itself if it has no workers (threads = 1)
+    send what the role asked for (batched Isends), forget completed sends
+    every 1 ms: time for the role and the CONTROL protocol; every 100 ms: a trace sample; 200 ms: telemetry
+    nothing happened -> wait up to IDLE_WAIT for a worker to finish something (no busy spinning)
+
+Failures never hang the job: an exception on any thread prints one clear line and aborts the MPI job
+(mpiexec then stops every rank with a non-zero exit); a watchdog thread aborts when the loop, the
+simulations or the shutdown stop moving for `stall_timeout` seconds. SIGINT/SIGTERM close the trace part
+(readable unmerged) and exit 130.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from typing import Any
+
+from engine.mpi import control as ctl
+from engine.mpi.clock import synchronise
+from engine.mpi.comm import CONTROL, Endpoint
+from engine.mpi.config import DistributedConfig
+from engine.mpi.host import Host, make_host
+from engine.mpi.recorder import SAMPLE_EVERY, TELEMETRY_EVERY, Recorder
+from engine.mpi.workers import WorkerPool
+from model.errors import ConfigError
+
+IDLE_WAIT = 0.0005  # longest sleep of an idle IO thread before it polls the network again
+TICK_EVERY = 0.001
+INLINE_SLICE = 0.0002  # without workers: run packages this long between two polls
+EXIT_INTERRUPTED = 130
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM reached the rank."""
+
+
+class WorkerFailed(Exception):
+    """A worker thread raised; carries the worker's traceback."""
+
+    def __init__(self, message: str, details: str):
+        super().__init__(message)
+        self.details = details
+
+
+class RankRuntime:
+    def __init__(self, config: DistributedConfig, comm, cache: dict | None = None):
+        """cache: kept by a session across its searches (the rank's transposition table, warm kernels)."""
+        self.config = config
+        self.cache = cache
+        self.comm = comm
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.host: Host | None = None
+        self.pool: WorkerPool | None = None
+        self.rec: Recorder | None = None
+        self.local: deque = deque()  # messages to self: (kind, sim_id, payload)
+        self.inline: deque = deque()  # packages the IO thread runs itself
+        self.io_busy = 0.0
+        # The role lock: role callbacks run under it, on the IO thread (messages, timers, CONTROL) or on a
+        # worker (a finished package), never two at once. `outstanding`, `local` and `outbox` change under it.
+        self.lock = threading.Lock()
+        self.outstanding = 0  # packages handed out and not yet finished
+        self.outbox: deque = deque()  # messages for other ranks: (dst, kind, payload, sim_id, t_send)
+        self.heartbeat = time.monotonic()
+        self.aborting = False
+        self.meta = None
+
+    # --- entry ------------------------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any] | None:
+        """Run the search; rank 0 returns the result dict, the others None."""
+        cfg = self.config
+        if self.size != cfg.world_size:
+            raise ConfigError(f"the MPI job has {self.size} ranks but the search needs {cfg.world_size} "
+                              f"({cfg.ranks} search + {cfg.resolved_bcast_ranks()} broadcast)")
+        restore = self._install_signals()
+        try:
+            return self._run()
+        except Interrupted:
+            self._interrupted()
+            raise
+        except BaseException as e:
+            if isinstance(e, SystemExit):
+                raise
+            from model.errors import UserError
+
+            if isinstance(e, UserError):
+                self.abort(str(e))
+            if isinstance(e, WorkerFailed):
+                self.abort(str(e), e.details)
+            self.abort(f"{type(e).__name__}: {e}", traceback.format_exc())
+        finally:
+            restore()
+
+    def _run(self) -> dict[str, Any] | None:
+        cfg = self.config
+        self.host = host = make_host(cfg, self.rank, self.size, self.cache)
+        # before the clock starts: rank 0's meta.json costs imports and file writes
+        self.rec = Recorder(self.rank, cfg.trace, self._meta() if self.rank == 0 else None,
+                            cfg.trace_sample_rate, cfg.telemetry)
+        clock = synchronise(self.comm)
+        self.clock, self.now = clock, clock.now
+        self.wake = threading.Event()
+        workers = 0 if host.inline else cfg.workers
+        if workers:
+            self.pool = WorkerPool(workers, host.execute, host.describe, self._complete, clock.now,
+                                   self.wake.set, record=self.rec.recording)
+            self.pool.start()
+        self.ep = Endpoint(self.comm, clock.now)
+        self.control = ctl.Control(self.rank, self.size, cfg.sims, cfg.seconds, self._send_control,
+                                   self._rank_state, lambda: self._apply(host.stop()),
+                                   lambda: self._apply(host.final_sync()), self._report)
+        threading.Thread(target=self._watchdog, name="watchdog", daemon=True).start()
+        try:
+            profile = os.environ.get("TREESPLIT_PROFILE")  # DIR: write each rank's IO-thread profile there
+            if profile:
+                import cProfile
+
+                cProfile.runctx("self._loop()", globals(), {"self": self}, f"{profile}/rank{self.rank}.prof")
+            else:
+                self._loop()
+        finally:
+            if self.pool is not None:
+                self.pool.stop()
+        if not self.ep.drain(cfg.stall_timeout, lambda: time.sleep(IDLE_WAIT)):
+            raise RuntimeError("final messages could not be delivered")
+        t_end = self.now()
+        self._collect(t_end)
+        tree = host.tree(self.control.reports if self.rank == 0 else {})
+        if tree:
+            tree["t"] = [t_end] * len(tree["hash"])
+        self.rec.tree(tree)
+        self.rec.close()
+        self.comm.Barrier()  # every part is closed before rank 0 merges them
+        if self.rank != 0:
+            return None
+        from engine.mpi.summary import summarise
+
+        result = summarise(cfg, self.control, host.result(self.control.reports), t_end)
+        if cfg.trace:
+            self._finish_trace(result, t_end)
+        return result
+
+    # --- the IO loop ------------------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        host, ep, pool, control, lock = self.host, self.ep, self.pool, self.control, self.lock
+        now, rec, local, inline, outbox = self.now, self.rec, self.local, self.inline, self.outbox
+        apply, recording, rank = self._apply, self.rec.writer is not None, self.rank
+        messages = rec.messages
+        with lock:
+            apply(host.start())
+        next_tick = 0.0
+        while not control.done:
+            worked = False
+            arrived = ep.poll()
+            if arrived:
+                worked = True
+                t_recv = now()
+                with lock:
+                    for src, kind, records in arrived:
+                        for sim_id, t_send, payload in records:
+                            if recording:
+                                messages.append((t_send, t_recv, src, rank, kind, len(payload), sim_id))
+                            if kind == CONTROL:
+                                control.on_message(src, payload, t_recv)
+                            else:
+                                apply(host.on_message(src, kind, sim_id, payload))
+            if local:
+                worked = True
+                with lock:
+                    while local:
+                        kind, sim_id, payload = local.popleft()
+                        apply(host.on_message(rank, kind, sim_id, payload))
+            while outbox:
+                ep.post(*outbox.popleft())
+            if pool is not None and pool.error is not None:
+                raise WorkerFailed(pool.error_text, pool.error_details)
+            if inline:  # run packages for a slice of time, then look at the network again
+                worked = True
+                slice_end = now() + INLINE_SLICE
+                while inline and self._run_inline(inline.popleft()) < slice_end:
+                    pass
+            t = now()
+            if t >= next_tick:
+                next_tick = t + TICK_EVERY
+                self.heartbeat = time.monotonic()
+                with lock:
+                    apply(host.tick(t))
+                    control.tick(t)
+                if t >= rec.next_sample:
+                    self._sample(t)
+            while outbox:
+                ep.post(*outbox.popleft())
+            ep.flush()
+            ep.reap()
+            if not worked:
+                self.wake.wait(IDLE_WAIT)
+                self.wake.clear()
+
+    def _apply(self, out, worker: int = -1) -> None:
+        """Carry out a role's answer (the caller holds the role lock): packages to the workers (or to the IO
+        thread's own queue), messages to the outbox, or straight back to the role if sent to this rank."""
+        if not out:
+            return
+        pkgs, msgs = out
+        if pkgs:
+            self.outstanding += len(pkgs)
+            if self.pool is not None:
+                for p in pkgs:
+                    self.pool.submit(p, worker)
+            else:
+                self.inline.extend(pkgs)
+        if msgs:
+            t = self.now()
+            for dst, kind, payload, sim_id in msgs:
+                if dst == self.rank:
+                    self.local.append((kind, sim_id, payload))
+                else:
+                    self.outbox.append((dst, kind, payload, sim_id, t))
+            self.wake.set()
+
+    def _complete(self, pkg: Any, result: Any, worker: int = -1) -> None:
+        """A package finished (on a worker, or on the IO thread): the role takes it from here."""
+        with self.lock:
+            self.outstanding -= 1
+            self._apply(self.host.on_work_done(pkg, result), worker)
+
+    def _run_inline(self, pkg: Any) -> float:
+        """Run one package on the IO thread; returns the time it ended."""
+        t0 = self.now()
+        result = self.host.execute(pkg)
+        t1 = self.now()
+        self.io_busy += t1 - t0
+        if self.rec.recording:
+            kind, sim_id = self.host.describe(pkg)
+            self.rec.io_packages.append((t0, t1, 0, kind, sim_id))
+        self._complete(pkg, result)
+        return t1
+
+    def _send_control(self, dst: int, obj: dict) -> None:
+        self.ep.post(dst, CONTROL, ctl.encode(obj))  # rank 0 never sends itself CONTROL messages
+
+    def _rank_state(self) -> tuple[bool, int, int, int]:
+        """(idle, sent, received, sims done); the caller holds the role lock, so the view is consistent."""
+        idle = (self.outstanding == 0 and not self.local and not self.outbox and self.host.quiescent())
+        return idle, self.ep.app_sent, self.ep.app_received, int(self.host.counters().get("sims_done", 0))
+
+    # --- measurements -----------------------------------------------------------------------------------------
+    @property
+    def workers(self) -> int:
+        return self.pool.n if self.pool is not None else 1
+
+    def busy_time(self) -> float:
+        return (sum(self.pool.busy_time) if self.pool is not None else 0.0) + self.io_busy
+
+    def queue_len(self) -> int:
+        return (self.pool.queued if self.pool is not None else 0) + len(self.inline)
+
+    def _collect(self, t: float) -> None:
+        self.rec.collect(self.pool.take_records() if self.pool is not None else [])
+        self.rec.next_sample = t + SAMPLE_EVERY
+
+    def _sample(self, t: float) -> None:
+        self._collect(t)
+        counters = self.host.counters()
+        busy = self.rec.sample(t, self.busy_time(), self.workers, self.queue_len(), counters)
+        if self.rec.sender is not None and t >= self.rec.next_telemetry:
+            self.rec.next_telemetry = t + TELEMETRY_EVERY
+            meta = None
+            if self.rec.sender.sent % 20 == 0:  # now and then, for a dashboard that joins late
+                meta = {"algo": self.config.algo, "game": self.config.game, "board": self.config.board,
+                        "ranks": self._ranks(), "threads": self.config.threads, "runtime": "engine"}
+            self.rec.push_telemetry(t, busy, self.queue_len(), counters, self.ep.sent, meta)
+
+    def _report(self) -> dict[str, Any]:
+        t = self.now()
+        return {
+            "rank": self.rank, "t": t, "workers": self.workers, "inline": self.pool is None,
+            "busy_time": self.busy_time(), "counters": {k: int(v) for k, v in self.host.counters().items()},
+            "sent": [[d, k, c, b] for (d, k), (c, b) in sorted(self.ep.sent.items())],
+            "app_sent": self.ep.app_sent, "app_received": self.ep.app_received,
+            "mpi_sends": self.ep.mpi_sends, "mpi_receives": self.ep.mpi_receives,
+            "clock_offset": self.clock.offset, "clock_rtt": self.clock.rtt,
+            "host": self.host.report(),
+        }
+
+    # --- trace metadata ---------------------------------------------------------------------------------------
+    def _ranks(self) -> dict[str, int]:
+        return {"search": self.config.ranks, "broadcast": self.config.resolved_bcast_ranks()}
+
+    def _meta(self):
+        from model.trace import Meta
+
+        cfg = self.config
+        self.meta = Meta(runtime="engine", algo=cfg.algo, game=cfg.game, board=cfg.board,
+                         params=dict(cfg.params), ranks=self._ranks(), threads=cfg.threads, seed=cfg.seed,
+                         sample_rate=cfg.trace_sample_rate,
+                         extra={"komi": cfg.komi, "moves": list(cfg.moves), "sims": cfg.sims,
+                                "seconds": cfg.seconds, "complete": False})
+        return self.meta
+
+    def _finish_trace(self, result: dict[str, Any], t_end: float) -> None:
+        from model.trace import finalize, write_meta
+
+        finalize(self.config.trace)
+        self.meta.t_end = t_end
+        self.meta.extra.update(complete=True, summary={k: v for k, v in result.items() if k != "per_rank"},
+                               messages_sent=[[r["rank"], *s] for r in self.control.reports.values()
+                                              for s in r["sent"]],
+                               clock={str(r["rank"]): {"offset": r["clock_offset"], "rtt": r["clock_rtt"]}
+                                      for r in self.control.reports.values()},
+                               phases=self.control.times)
+        write_meta(self.config.trace, self.meta)
+
+    def _interrupted(self) -> None:
+        """Leave a readable partial trace: stop the workers, write what was recorded, close the part."""
+        try:
+            if self.pool is not None:
+                self.pool.stop(1.0)
+            if self.rec is not None:
+                t = self.now()
+                self._collect(t)
+                self.rec.close()
+                if self.rank == 0 and self.meta is not None:
+                    from model.trace import write_meta
+
+                    self.meta.t_end = t
+                    self.meta.extra.update(complete=False, interrupted=True)
+                    write_meta(self.config.trace, self.meta)
+        except Exception as e:  # the trace is best effort here; the exit code says what happened
+            print(f"treesplit: rank {self.rank}: could not close the trace: {e}", file=sys.stderr, flush=True)
+
+    # --- failure handling -------------------------------------------------------------------------------------
+    def _install_signals(self):
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+
+        def handler(signum, frame):
+            if not self.aborting:
+                raise Interrupted(signal.Signals(signum).name)
+
+        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        return lambda: [signal.signal(s, h) for s, h in old.items()]
+
+    def abort(self, message: str, details: str = "") -> None:
+        """Print one clear line (and details), then bring the whole MPI job down."""
+        if self.aborting:
+            return
+        self.aborting = True
+        print(f"treesplit: rank {self.rank}: error: {message}", file=sys.stderr, flush=True)
+        if details:
+            print(details, file=sys.stderr, flush=True)
+        try:
+            self.comm.Abort(1)
+        finally:
+            os._exit(1)
+
+    def _watchdog(self) -> None:
+        limit = self.config.stall_timeout
+        last_sims, last_sims_t = -1, time.monotonic()
+        while not self.control.done and not self.aborting:
+            time.sleep(min(1.0, limit / 4))
+            t = time.monotonic()
+            if t - self.heartbeat > limit:
+                self.abort(f"the IO loop made no progress for {limit:g} s (a role call or package never returned)")
+            c = self.control
+            if self.rank != 0:
+                continue
+            if c.phase == ctl.RUN:
+                total = sum(c.progress)
+                if total != last_sims:
+                    last_sims, last_sims_t = total, t
+                elif t - last_sims_t > limit:
+                    self.abort(f"no simulation completed for {limit:g} s")
+            elif self.now() - c.phase_since > limit:
+                self.abort(f"shutdown stalled in phase {c.phase!r} for {limit:g} s; "
+                           f"no answer from ranks {c.waiting_for()}")

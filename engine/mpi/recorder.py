@@ -1,0 +1,123 @@
+"""What a rank records: its part of the trace (packages, messages, samples, a final tree snapshot) and the
+live telemetry windows. Hot paths only append tuples to lists (workers to their own, the IO thread to its
+own); this class turns them into trace columns and telemetry records on the IO thread every SAMPLE_EVERY s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from model.trace import Meta, TraceWriter
+
+SAMPLE_EVERY = 0.1
+TELEMETRY_EVERY = 0.2
+_KEEP_MULT = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: sampling keeps or drops whole simulations
+
+
+def _keep_mask(sim_ids: np.ndarray, rate: float) -> np.ndarray:
+    if rate >= 1.0:
+        return np.ones(len(sim_ids), dtype=bool)
+    h = (sim_ids.astype(np.uint64) * _KEEP_MULT) >> np.uint64(11)
+    return (h.astype(np.float64) / float(1 << 53)) < rate
+
+
+class Recorder:
+    def __init__(self, rank: int, trace_dir: str | None, meta: Meta | None, sample_rate: float,
+                 telemetry: str | None, flush_rows: int = 200_000):
+        self.rank = rank
+        self.sample_rate = sample_rate
+        self.writer = TraceWriter(trace_dir, meta, part=f"rank{rank}", flush_rows=flush_rows) if trace_dir else None
+        self.sender = None
+        self.window = None
+        if telemetry:
+            from model.telemetry import TelemetrySender, Window
+
+            host, _, port = telemetry.rpartition(":")
+            self.sender = TelemetrySender(host, int(port))
+            self.window = Window(rank)
+        self.recording = self.writer is not None or self.sender is not None  # packages and messages wanted
+        self._last_sent: dict[tuple[int, str], tuple[int, int]] = {}
+        self.messages: list[tuple] = []  # IO thread: (t_send, t_recv, src, dst, kind, nbytes, sim_id) received
+        self.io_packages: list[tuple] = []  # IO thread (inline work): (t0, t1, worker, kind, sim_id)
+        self.next_sample = 0.0
+        self.next_telemetry = 0.0
+        self._last_busy = 0.0
+        self._last_t = 0.0
+
+
+    def collect(self, package_records: list[tuple]) -> None:
+        """Move package and message records into the trace (and the telemetry window)."""
+        pk = package_records + self.io_packages if self.io_packages else package_records
+        self.io_packages = []
+        msgs = self.messages[:]  # the IO loop holds a reference to this very list
+        self.messages.clear()
+        if self.window is not None:
+            for r in pk:
+                self.window.package(r[3])
+        if self.writer is None:
+            return
+        if pk:
+            t0, t1, w, kind, sim = zip(*pk)
+            sim_a = np.asarray(sim, dtype=np.int64)
+            keep = _keep_mask(sim_a, self.sample_rate)
+            cols = {"t_start": np.asarray(t0)[keep], "t_end": np.asarray(t1)[keep],
+                    "rank": np.full(int(keep.sum()), self.rank, dtype=np.int32),
+                    "worker": np.asarray(w, dtype=np.int32)[keep], "kind": np.asarray(kind, dtype=object)[keep],
+                    "sim_id": sim_a[keep]}
+            self.writer.extend("packages", cols)
+        if msgs:
+            ts, tr, src, dst, kind, nb, sim = zip(*msgs)
+            sim_a = np.asarray(sim, dtype=np.int64)
+            keep = _keep_mask(sim_a, self.sample_rate) | (sim_a < 0)
+            self.writer.extend("messages", {
+                "t_send": np.asarray(ts)[keep], "t_recv": np.asarray(tr)[keep],
+                "src": np.asarray(src, dtype=np.int32)[keep], "dst": np.asarray(dst, dtype=np.int32)[keep],
+                "kind": np.asarray(kind, dtype=object)[keep], "bytes": np.asarray(nb, dtype=np.int32)[keep],
+                "sim_id": sim_a[keep]})
+
+    def sample(self, t: float, busy_time: float, workers: int, queue_len: int, counters: dict[str, int]) -> float:
+        """Record one sample; returns the busy fraction over the window since the last one."""
+        dt = t - self._last_t
+        busy = (busy_time - self._last_busy) / (dt * max(workers, 1)) if dt > 0 else 0.0
+        busy = min(1.0, max(0.0, busy))
+        self._last_busy, self._last_t = busy_time, t
+        if self.writer is not None:
+            self.writer.sample(t, self.rank, queue_len, busy, int(counters.get("sims_done", 0)),
+                               int(counters.get("playouts_done", 0)), int(counters.get("nodes_stored", 0)),
+                               int(counters.get("nodes_duplicated", 0)))
+        return busy
+
+    def push_telemetry(self, t: float, busy: float, queue_len: int, counters: dict[str, int],
+                       sent: dict[tuple[int, str], list[int]], meta: dict | None = None) -> None:
+        if self.sender is None:
+            return
+        for key, (c, b) in sent.items():  # the endpoint keeps totals; the window wants this window's share
+            c0, b0 = self._last_sent.get(key, (0, 0))
+            if c > c0:
+                cell = self.window.messages.setdefault(key, [0, 0])
+                cell[0] += c - c0
+                cell[1] += b - b0
+            self._last_sent[key] = (c, b)
+        fields = {"queue_len": int(queue_len), "busy_frac": float(busy),
+                  "in_flight": int(counters.get("in_flight", 0)),
+                  **{k: int(counters.get(k, 0)) for k in ("sims_done", "playouts_done", "nodes_stored",
+                                                          "nodes_duplicated")}}
+        if meta:
+            fields["meta"] = meta
+        self.sender.send(self.window.flush(t, **fields))
+
+    def tree(self, columns: dict[str, Any] | None) -> None:
+        if self.writer is None or columns is None or not len(columns.get("hash", ())):
+            return
+        # typed arrays: a list of Python ints above 2**63 would otherwise go through float64
+        types = {"t": np.float64, "hash": np.uint64, "parent": np.uint64, "move": np.int32, "depth": np.int32,
+                 "visits": np.int64, "wins": np.float64, "owner": np.int32, "duplicated": bool}
+        self.writer.tree({k: np.asarray(columns[k], dtype=types[k]) for k in types})
+
+    def close(self, t_end: float | None = None) -> None:
+        if self.writer is not None:
+            self.writer.close(t_end)
+        if self.sender is not None:
+            self.sender.close()

@@ -1,0 +1,137 @@
+"""The Go player behind GTP and `treesplit match`: a searcher from the algorithm registry plus a clock.
+
+    player = Player(PlayerConfig(algo="sequential", sims=10000, seed=1))
+    player.new_game(9, 7.0)
+    action = player.genmove(game, color=0, time_left=None)   # game: model.go.game.GoGame; None = resign
+
+The search tree lives across moves (the table is keyed by position hash, so the subtree of the moves
+actually played is found again); new_game and undo start afresh. Budget per move: fixed --sims and/or
+--seconds when given (capped so a known clock is never overrun), otherwise the clock's allocation
+(engine/timecontrol.py) with the think-longer heuristics, otherwise DEFAULT_SIMS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from engine.sequential import SearchConfig
+from engine.timecontrol import Allocation, Budget, ClockState, ThinkPlan, TimeConfig, allocate
+from model.config import check
+
+DEFAULT_SIMS = 10_000
+
+
+@dataclass
+class PlayerConfig(SearchConfig, TimeConfig):
+    """Everything the player can be told; every field is a --param key (or its own flag)."""
+
+    algo: str = "sequential"
+    sims: int | None = None          # simulations per move (fixed)
+    seconds: float | None = None     # seconds per move (fixed)
+    ranks: int | None = None         # MPI algorithms
+    policy: str = "light"            # Go playout policy: random | light
+
+    def validate(self) -> None:
+        SearchConfig.validate(self)
+        TimeConfig.validate(self)
+        check(self.sims is None or self.sims >= 1, "sims", "must be >= 1")
+        check(self.seconds is None or self.seconds > 0, "seconds", "must be > 0")
+        check(self.policy in ("random", "light"), "policy", "random or light")
+        from engine import algorithms
+
+        algorithms.get(self.algo)  # an unknown or unavailable algorithm is an error now, not at genmove
+
+    def part(self, cls):
+        """The fields of this config that `cls` (a config dataclass) has, as a `cls`."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in asdict(self).items() if k in names})
+
+
+class Player:
+    def __init__(self, config: PlayerConfig | None = None):
+        from engine import algorithms
+
+        self.config = config or PlayerConfig()
+        self.config.validate()
+        algo = algorithms.get(self.config.algo)
+        self.searcher = algorithms.make_searcher(self.config.algo, self.config.part(algo.config_cls))
+        self.time = self.config.part(TimeConfig)
+        self.size, self.komi = 19, 7.5
+        self.time_settings: tuple[float, float, int] | None = None
+        self.last_result = None
+        self._g = None
+
+    # -- game lifecycle ----------------------------------------------------------------------------------
+    def new_game(self, size: int, komi: float) -> None:
+        self.size, self.komi = int(size), float(komi)
+        self._g = None
+        self.searcher.reset()
+
+    def play(self, action: int) -> None:
+        """A move was played (either colour). Nothing to do: the next search finds its subtree by hash."""
+
+    def undo(self) -> None:
+        self.searcher.reset()
+
+    def set_time_settings(self, main: float, byo_time: float, byo_stones: int) -> None:
+        self.time_settings = (float(main), float(byo_time), int(byo_stones))
+
+    def close(self) -> None:
+        self.searcher.close()
+
+    # -- moves ---------------------------------------------------------------------------------------------
+    def _params(self, game) -> np.ndarray:
+        from model.go import board
+
+        if self._g is None or int(self._g[board.G_SIZE]) != game.size or self._g[board.G_KOMI2] != int(game.komi * 2):
+            self._g = board.make_params(game.size, game.komi, self.config.policy)
+        return self._g
+
+    def _budget(self, ply: int, points: int, time_left: float | None, stones_left: int) -> tuple[Budget, ThinkPlan | None]:
+        cfg = self.config
+        alloc: Allocation | None = None
+        if time_left is not None and self.time_settings is not None:
+            main, byo, stones = self.time_settings
+            alloc = allocate(self.time, ClockState(time_left, stones_left, byo, stones), ply, points)
+        elif time_left is not None:
+            alloc = allocate(self.time, ClockState(time_left), ply, points)
+        if cfg.sims is not None or cfg.seconds is not None:
+            b = Budget(cfg.sims, cfg.seconds)
+            if alloc is not None:  # a fixed budget still must not lose on time
+                b = Budget(cfg.sims, min(cfg.seconds or alloc.hard_limit, alloc.hard_limit))
+            return b, None
+        if alloc is not None:
+            return alloc.budget, ThinkPlan(self.time, alloc.budget, alloc.hard_limit)
+        return Budget(sims=DEFAULT_SIMS), None
+
+    def genmove(self, game, color: int, cleanup: bool = False, time_left: float | None = None,
+                stones_left: int = 0) -> int | None:
+        """The action to play for `color` (0 Black, 1 White) in `game` (a GoGame), or None to resign."""
+        from engine.sequential import Position
+        from model.go import board
+
+        n = game.size * game.size
+        g = self._params(game)
+        s = game.state.copy()
+        board.set_to_move(s, color)
+        pos = Position(g, s, game.superko_array())
+        budget, plan = self._budget(board.move_count(s), n, time_left, stones_left)
+        result = self.searcher.search(pos, budget, plan)
+        self.last_result = result
+        if result.resign and not cleanup:
+            return None
+        best_first = [c for c in result.children if c.action == result.action] + result.children
+        for child in best_first:
+            a = child.action
+            if child.visits == 0 or game.illegal_reason(a, color) is not None:
+                continue
+            if cleanup and (a == n or board.go_is_eye(g, s, a, color)):
+                continue  # cleanup phase: capture dead stones rather than pass
+            return a
+        if cleanup:  # nothing searched qualifies: any legal non-eye point, else pass
+            for a in range(n):
+                if game.illegal_reason(a, color) is None and not board.go_is_eye(g, s, a, color):
+                    return a
+        return n  # pass

@@ -1,0 +1,107 @@
+"""Parameters of the distributed algorithms (all settable with --param key=value), thesis values as defaults.
+
+One flat namespace per run: `split_params(algo, {"n_dup": "2048", "c": "0.5"})` gives the in-tree policy's
+UctParams (model/uct.py) and the algorithm's own dataclass, each validated, and names unknown keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from model.config import check, from_dict
+from model.errors import ConfigError
+from model.uct import UctParams
+
+
+@dataclass
+class SearchParams:
+    """What every distributed algorithm shares."""
+
+    table_mb: float = 64.0        # transposition table per rank (MiB)
+    overload: int = 5             # O: simulations in flight per worker, S_par = (C-1) M O (seed 000 4.2.4)
+
+    def validate(self) -> None:
+        check(self.table_mb > 0, "table_mb", "must be > 0")
+        check(isinstance(self.overload, int) and self.overload >= 1, "overload", "must be an integer >= 1")
+
+
+@dataclass
+class TreesplitParams(SearchParams):
+    """UCT-Treesplit (seed 000 4.2); tds is this with n_dup = inf."""
+
+    n_dup: float = 8192           # visits after which a node is duplicated on all ranks (inf: never)
+    n_sync_min: int = 8           # N_sync(s,a) = min(N_sync_max, max(N_sync_min, alpha (N_delta + N)))
+    n_sync_max: int = 16
+    alpha: float = 0.02
+    balance_k: float = 1.2        # K: forward playouts while more than K S_par / M MOVEs wait here
+    forward_playouts: bool = True
+    bcast_delay: float = 0.001    # seconds a broadcast rank holds SYNCs to merge them (0: forward at once)
+    peers: int = 12               # L: most broadcast peers per broadcast rank (Table 4.1)
+    bcast_ratio: int = 4          # search ranks per broadcast rank, when not given explicitly
+    dup_rows: int = 8192          # most duplicated nodes per rank
+    share_root: bool = True       # the root is duplicated on all ranks from the start (4.2.4); tds: no
+
+    def validate(self) -> None:
+        super().validate()
+        check(self.n_dup >= 1, "n_dup", "must be >= 1 (inf: never duplicate)")
+        check(isinstance(self.n_sync_min, int) and self.n_sync_min >= 1, "n_sync_min", "must be an integer >= 1")
+        check(isinstance(self.n_sync_max, int) and self.n_sync_max >= self.n_sync_min, "n_sync_max",
+              "must be an integer >= n_sync_min")
+        check(self.alpha >= 0 and math.isfinite(self.alpha), "alpha", "must be >= 0")
+        check(self.balance_k > 1, "balance_k", "K must be > 1 (seed 000 4.2.5)")
+        check(self.bcast_delay >= 0, "bcast_delay", "must be >= 0")
+        check(isinstance(self.peers, int) and self.peers >= 1, "peers", "must be an integer >= 1")
+        check(isinstance(self.bcast_ratio, int) and self.bcast_ratio >= 1, "bcast_ratio", "must be >= 1")
+        check(isinstance(self.dup_rows, int) and self.dup_rows >= 1, "dup_rows", "must be >= 1")
+
+
+@dataclass
+class RootParams(SearchParams):
+    """Root parallelisation: independent trees whose near-root statistics are merged now and then."""
+
+    merge_every: int = 256        # a rank sends its near-root increments after this many own simulations
+    merge_depth: int = 1          # tree levels merged below the root (1: the root's children)
+    merge_min_visits: int = 16    # only nodes with at least this many visits take part
+
+    def validate(self) -> None:
+        super().validate()
+        check(isinstance(self.merge_every, int) and self.merge_every >= 1, "merge_every", "must be >= 1")
+        check(isinstance(self.merge_depth, int) and self.merge_depth >= 1, "merge_depth", "must be >= 1")
+        check(isinstance(self.merge_min_visits, int) and self.merge_min_visits >= 0, "merge_min_visits",
+              "must be >= 0")
+
+
+@dataclass
+class LeafParams(SearchParams):
+    """Leaf parallelisation: rank 0 (master) does the in-tree work, the other ranks compute playouts."""
+
+    variant: str = "mlmp"         # mlmp: one playout per leaf, to one worker; slmp: every worker, same leaf
+
+    def validate(self) -> None:
+        super().validate()
+        check(self.variant in ("mlmp", "slmp"), "variant", "one of mlmp, slmp")
+
+
+ALGO_PARAMS: dict[str, type] = {"treesplit": TreesplitParams, "tds": TreesplitParams, "root": RootParams,
+                                "leaf": LeafParams}
+ALGO_DEFAULTS: dict[str, dict[str, Any]] = {"tds": {"n_dup": math.inf, "share_root": False}}
+
+
+def split_params(algo: str, values: dict[str, Any]) -> tuple[UctParams, Any]:
+    """(UctParams, algorithm params) from one dict of key -> value (strings are coerced)."""
+    if algo not in ALGO_PARAMS:
+        raise ConfigError(f"algo: unknown distributed algorithm {algo!r} (known: {', '.join(ALGO_PARAMS)})")
+    cls = ALGO_PARAMS[algo]
+    uct_keys = {f.name for f in dataclasses.fields(UctParams)}
+    algo_keys = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - uct_keys - algo_keys)
+    if unknown:
+        known = ", ".join(sorted(uct_keys | algo_keys))
+        raise ConfigError(f"--param {unknown[0]}: unknown for {algo} (known: {known})")
+    uct = from_dict(UctParams, {k: v for k, v in values.items() if k in uct_keys})
+    own = dict(ALGO_DEFAULTS.get(algo, {}))
+    own.update({k: v for k, v in values.items() if k in algo_keys})
+    return uct, from_dict(cls, own)

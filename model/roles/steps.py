@@ -1,0 +1,212 @@
+"""Kernels for distributed simulations: the work packages of seed 000's worker FSM over a step stack.
+
+A simulation that travels between ranks is its stack of STEP records (model/roles/messages.py): per
+in-tree node the hash, the action taken, its child index, the player to move and the rank where the
+selection took place; a stored leaf adds one record with idx -1. A rank rebuilds the position by replaying
+the actions from the root (cheaper to send than a position), then:
+
+    select_steps   UCT steps on every node it may decide here (owned by it, or duplicated here) in one
+                   call; stops where the next node belongs to another rank (MOVE), needs expanding
+                   (EXPAND), is a leaf (PLAYOUT), or the move was illegal / repeated a position (LOSS)
+    expand_node    the owner stores the children of a new node
+    update_steps   back up a result on the steps that were selected on this rank, and record the
+                   increments of duplicated nodes; reports nodes to synchronise or duplicate
+
+The logic mirrors model.uct.run_simulations step for step (same lookups, expansion rule, superko rule,
+virtual loss, AMAF walk and backup order), so one rank with one simulation in flight and the same random
+stream builds exactly the tree of the sequential search.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from model import game
+from model.atomics import atomic_add, atomic_add2, atomic_load
+from model.ownership import owner
+from model.roles.dup import dup_row
+from model.tt import UNEXPANDED, lookup
+from model.uct import (P_EXPAND, P_MAX_DEPTH, P_RAVE, P_SUPERKO, P_VLOSS, _repeats, add_vloss, expand,
+                       remove_vloss, select_child, update_amaf, update_edge, update_node)
+
+# select_steps outcomes
+ST_MOVE, ST_EXPAND, ST_PLAYOUT, ST_LOSS = 0, 1, 2, 3
+# sync parameters (float64 array)
+Y_NSYNC_MIN, Y_NSYNC_MAX, Y_ALPHA, Y_NDUP, Y_TRACK, Y_DUP_DEPTH = 0, 1, 2, 3, 4, 5
+Y_LEN = 6
+
+
+@njit(cache=True, nogil=True)
+def replay(g, s_root, steps, n, s, path_pos):
+    """s := the position after the actions of steps[:n] (leaf records skipped); path_pos[k] := position
+    hash after k actions. Returns the number of actions played."""
+    s[:] = s_root
+    path_pos[0] = game.position_hash(g, s)
+    d = 0
+    for k in range(n):
+        if steps[k].idx < 0:
+            break
+        game.play(g, s, np.int64(steps[k].action))
+        d += 1
+        path_pos[d] = game.position_hash(g, s)
+    return d
+
+
+@njit(cache=True, nogil=True)
+def _leaf(steps, n, h, me, player):
+    steps[n].hash = h
+    steps[n].action = -1
+    steps[n].rank = me
+    steps[n].idx = -1
+    steps[n].player = player
+    steps[n].flags = 0
+    return n + 1
+
+
+@njit(cache=True, nogil=True)
+def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, local_slots, insert):
+    """Select from the node of position s (steps[:n] lead there) for as long as this rank may decide.
+
+    insert: whether the node is to be stored (True for the root, after a MOVE and after an expansion; then
+    the edge-visit rule of run_simulations). Returns (outcome, n, arg): arg is the destination rank for
+    ST_MOVE, the slot for ST_EXPAND, the player who made the losing move for ST_LOSS."""
+    max_depth = int(p[P_MAX_DEPTH])
+    use_vl = p[P_VLOSS] > 0.0
+    superko = p[P_SUPERKO] != 0.0
+    expand_at = p[P_EXPAND]
+    while True:
+        h = game.hash(g, s)
+        slot = 0
+        if n_ranks == 1:
+            slot, _ = lookup(t, h, insert)
+        else:
+            found, _ = lookup(t, h, False)
+            if found != 0 and dup_row(dt, found) >= 0:
+                slot = found
+            elif owner(h, n_ranks, local_slots) == me:
+                if found != 0:
+                    slot = found
+                else:
+                    slot, _ = lookup(t, h, insert)
+            elif insert:
+                return ST_MOVE, n, owner(h, n_ranks, local_slots)
+            else:
+                return ST_PLAYOUT, n, 0  # not stored as far as this rank can tell: a leaf
+        player = game.to_move(g, s)
+        if slot == 0 or n >= max_depth:
+            if slot != 0:
+                n = _leaf(steps, n, h, me, player)
+            return ST_PLAYOUT, n, 0
+        nc = atomic_load(t.n_children, slot)
+        if nc == UNEXPANDED:
+            if game.is_terminal(g, s):
+                return ST_PLAYOUT, _leaf(steps, n, h, me, player), 0
+            return ST_EXPAND, n, slot
+        if nc <= 0:
+            return ST_PLAYOUT, _leaf(steps, n, h, me, player), 0
+        j = select_child(t, slot, p, rng)
+        if use_vl:
+            add_vloss(t, slot, j)
+        a = t.child_move[slot, j]
+        steps[n].hash = h
+        steps[n].action = a
+        steps[n].rank = me
+        steps[n].idx = j
+        steps[n].player = player
+        steps[n].flags = 0
+        n += 1
+        ok = game.play(g, s, np.int64(a))
+        pos = game.position_hash(g, s)
+        if not ok or (superko and pos != path_pos[n - 1] and _repeats(pos, path_pos, n, history)):
+            return ST_LOSS, n, player
+        path_pos[n] = pos
+        insert = t.child_visits[slot, j] >= expand_at
+
+
+@njit(cache=True, nogil=True)
+def expand_node(t, g, s, slot, buf, steps, n, me):
+    """Store the children of the node in slot. If another thread got there first the node is a stored
+    leaf for this simulation (as in run_simulations): its leaf record is appended. Returns (expanded, n)."""
+    if expand(t, g, s, slot, buf):
+        return True, n
+    return False, _leaf(steps, n, t.key[slot], me, game.to_move(g, s))
+
+
+@njit(cache=True, nogil=True)
+def playout(g, s, rng, amaf):
+    amaf[:] = -1
+    return game.playout(g, s, rng, amaf)
+
+
+@njit(cache=True, nogil=True)
+def update_steps(t, dt, g, steps, n, me, result, amaf, p, y, n_ranks, local_slots, out_sync, out_dup):
+    """Back up `result` (first player's view) on the records of steps[:n] selected on rank `me`.
+
+    amaf: the playout's first-player map (consumed: the tree moves are written in on the way up) or an
+    empty array when RAVE is off. Duplicated nodes also collect their increments in dt; rows whose delta
+    reached N_sync(s,a) = min(N_sync_max, max(N_sync_min, alpha * (N_delta + N))) go to out_sync, owned
+    nodes that reached N_dup visits to out_dup (slots). y[Y_TRACK] = 0 turns all that off (one rank);
+    y[Y_DUP_DEPTH] limits duplication to nodes above that depth. Returns (sync rows, dup slots, missing)."""
+    r0 = game.reward(g, result)
+    use_vl = p[P_VLOSS] > 0.0
+    rave = p[P_RAVE] != 0.0 and amaf.shape[0] > 0
+    n_dup = y[Y_NDUP]
+    track = y[Y_TRACK] != 0.0
+    ns = 0
+    nd = 0
+    missing = 0
+    for k in range(n - 1, -1, -1):
+        st = steps[k]
+        j = st.idx
+        pl = st.player
+        if rave and j >= 0:
+            amaf[st.action] = pl
+        if st.rank != me:
+            continue
+        slot, _ = lookup(t, st.hash, False)
+        if slot == 0:
+            missing += 1
+            continue
+        r = r0 if pl == 0 else 1.0 - r0
+        if j >= 0:
+            update_edge(t, slot, j, r)
+            if use_vl:
+                remove_vloss(t, slot, j)
+        update_node(t, slot, r)
+        if rave and j >= 0:
+            update_amaf(t, slot, amaf, pl, r)
+        if not track:
+            continue
+        row = dup_row(dt, slot)
+        if row >= 0:
+            atomic_add(dt.node_n, row, 1)
+            atomic_add(dt.node_w, row, r)
+            if j >= 0:
+                atomic_add2(dt.n, row, j, 1)
+                atomic_add2(dt.w, row, j, r)
+                if rave:
+                    for c in range(t.n_children[slot]):
+                        if amaf[t.child_move[slot, c]] == pl:
+                            atomic_add2(dt.an, row, c, 1)
+                            atomic_add2(dt.aw, row, c, r)
+                thr = min(y[Y_NSYNC_MAX], max(y[Y_NSYNC_MIN], y[Y_ALPHA] * t.child_visits[slot, j]))
+                if dt.n[row, j] >= thr:
+                    out_sync[ns] = row
+                    ns += 1
+        elif (t.visits[slot] >= n_dup and t.n_children[slot] > 0 and k < y[Y_DUP_DEPTH]
+              and (n_ranks == 1 or owner(st.hash, n_ranks, local_slots) == me)):
+            out_dup[nd] = slot
+            nd += 1
+    return ns, nd, missing
+
+
+@njit(cache=True, nogil=True)
+def add_path_vloss(t, steps, n, times):
+    """`times` more virtual losses on every edge of steps[:n] (leaf parallelisation with several playouts
+    from one leaf: each of their updates takes one away)."""
+    for k in range(n):
+        if steps[k].idx >= 0:
+            slot, _ = lookup(t, steps[k].hash, False)
+            if slot != 0:
+                atomic_add2(t.vloss, slot, steps[k].idx, times)

@@ -1,0 +1,491 @@
+"""UCT-Treesplit's search rank (seed 000, 4.2), and TDS (the same with N_dup = inf).
+
+A search rank owns the nodes whose hash maps to it (eq. 4.6/4.7, model/ownership.py) and keeps W*O of its
+own simulations in flight (S_par / M). A simulation's life (the worker FSM of Figure 4.2):
+
+    SELECT  at the origin from the root, then on every rank that owns (or holds a duplicate of) the next
+            node; between ranks it travels as a MOVE message carrying its step stack
+    EXPAND  the owner stores the children of a node met for the first time, then selection goes on
+    PLAYOUT from the leaf; forwarded (PLAYOUT_FWD) to a random rank while more than K S_par/M MOVEs wait
+            here (4.2.5)
+    UPDATE  one per rank that selected a step (a package here, an UPDATE message elsewhere); the origin
+            counts the simulation done when its own update has run, and starts the next one
+
+Duplication and synchronisation (4.2.2, model/roles/dup.py): the root is duplicated on every rank from the
+start; an owned node that reaches N_dup visits is duplicated (DUP, its full statistics); a duplicated
+node's increments are sent (SYNC, all its changed children in one message) once some child's delta
+reaches N_sync(s,a). Both go to the rank's broadcast partner (model/roles/broadcast.py), or straight to
+every other search rank when the run has no broadcast ranks. All sync work runs in `sync` packages, one at
+a time per rank; while a DUP snapshot waits, update packages are held back so none slips between the
+snapshot and the delta counters.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import numpy as np
+
+from model import game
+from model.roles.base import (EXPAND, PLAYOUT, SELECT, SYNC, UPDATE, Actions, Layout, Package, Role,
+                              RoleStats, Setup)
+from model.roles.fastcall import Bound
+from model.roles.dup import D_DROPPED, D_REFUSED, D_ROWS, apply_rows, flush_rows, new_dup_table, share_root, write_dup
+from model.roles.messages import DUP, MOVE, PLAYOUT_FWD, STAT, STEP, Message, Result, Stats, Steps
+from model.roles.messages import SYNC as SYNC_MSG
+from model.roles.messages import UPDATE as UPDATE_MSG
+from model.roles.params import TreesplitParams
+from model.roles.steps import (ST_EXPAND, ST_MOVE, ST_PLAYOUT, Y_ALPHA, Y_DUP_DEPTH, Y_LEN, Y_NDUP,
+                               Y_NSYNC_MAX, Y_NSYNC_MIN, Y_TRACK, expand_node, playout, replay, select_steps,
+                               update_steps)
+from model.ownership import owner
+from model.rng import new_rng
+from model.tt import current_nodes, lookup, new_search, new_table, slots_for
+from model.uct import P_MAX_DEPTH, P_RAVE, UctParams, expand
+
+
+class Sim:
+    """A simulation while it is on this rank (package payload)."""
+
+    __slots__ = ("sim_id", "steps", "n", "s", "path_pos", "insert", "moved", "slot", "rng", "playouts")
+
+    def __init__(self, sim_id: int, steps: np.ndarray, n: int):
+        self.sim_id = sim_id
+        self.steps = steps
+        self.n = n
+        self.s = None          # position at the current node, None until replayed here
+        self.path_pos = None
+        self.insert = True
+        self.moved = False     # arrived by MOVE and not yet selected on (counts as a held MOVE)
+        self.slot = 0
+        self.rng = None
+        self.playouts = 1      # results this simulation's selection gets (leaf parallelisation: SLMP)
+
+
+class SyncJob:
+    __slots__ = ("rows_in", "dup_slots", "flush", "flush_all")
+
+    def __init__(self, rows_in, dup_slots, flush, flush_all):
+        self.rows_in = rows_in
+        self.dup_slots = dup_slots
+        self.flush = flush
+        self.flush_all = flush_all
+
+
+class UpdateJob:
+    __slots__ = ("steps", "result", "amaf", "origin_done")
+
+    def __init__(self, steps, result, amaf, origin_done):
+        self.steps = steps
+        self.result = result
+        self.amaf = amaf
+        self.origin_done = origin_done
+
+
+class TreesplitSearch(Role):
+    def __init__(self, rank: int, layout: Layout, setup: Setup, uct: UctParams | None = None,
+                 params: TreesplitParams | None = None, table=None):
+        self.rank, self.layout, self.setup = rank, layout, setup
+        self.uct = uct or UctParams()
+        self.params = params or TreesplitParams()
+        self.g = setup.g
+        self.root = np.asarray(setup.root)
+        self.history = np.asarray(setup.history, dtype=np.uint64)
+        self.p = self.uct.to_array()
+        self.M = layout.search_ranks
+        self.n_actions = int(game.n_actions(self.g))
+        self.max_depth = int(self.p[P_MAX_DEPTH])
+        self.rave = self.p[P_RAVE] != 0.0
+        if table is None:
+            table = new_table(slots_for(self.params.table_mb, self.n_actions), self.n_actions)
+        self.t = table
+        self.local_slots = int(table.key.shape[0])  # |H|/M: every rank's table must have the same size
+        self.dt = new_dup_table(self.local_slots, table.child_move.shape[1],
+                                self.params.dup_rows if self.M > 1 else 1)
+        # What subclasses (root, leaf) change: ranks the kernels spread the tree over, whether shared nodes
+        # count deltas, how a first-heard node is taken in, whether every sync package waits for the
+        # updates, and the message kinds of snapshots and increments.
+        self.kernel_ranks = self.M
+        self.adopt = False
+        self.gate_syncs = False
+        self.dup_kind, self.sync_kind = DUP, SYNC_MSG
+        y = np.zeros(Y_LEN)
+        y[Y_NSYNC_MIN], y[Y_NSYNC_MAX] = self.params.n_sync_min, self.params.n_sync_max
+        y[Y_ALPHA], y[Y_NDUP] = self.params.alpha, self.params.n_dup
+        y[Y_TRACK], y[Y_DUP_DEPTH] = float(self.M > 1), np.inf
+        self.y = y
+        self.quota = setup.quota(rank, self.M)
+        self.target = layout.workers * self.params.overload   # S_par / M
+        self.balance_limit = self.params.balance_k * self.target
+        self.sync_peers = ([layout.partner(rank)] if layout.bcast_ranks > 0
+                           else [r for r in range(self.M) if r != rank])
+        self.shared_rng = new_rng(setup.seed * 1000003 + rank) if layout.workers == 1 else None
+        self.py_rng = random.Random(setup.seed * 7919 + rank)
+        self.no_amaf = np.zeros(0, np.int8)
+        self.root_pos = np.uint64(game.position_hash(self.g, self.root))
+        # the hot kernels, called without per-call type resolution (argument types stay fixed per role)
+        self._select, self._update_k = Bound(select_steps), Bound(update_steps)
+        self._expand, self._playout, self._replay = Bound(expand_node), Bound(playout), Bound(replay)
+        # state of the role (touched by the IO side only)
+        self.started = 0
+        self.done = 0
+        self.in_flight = 0
+        self.stopped = False
+        self.final_synced = False
+        self.outstanding = 0          # packages handed out and not yet back
+        self.moves_held = 0
+        self.updates_running = 0
+        self.held_updates: list[Package] = []
+        self.sync_running = False
+        self.dup_running = False
+        self.rows_in: list[np.ndarray] = []
+        self.to_flush: set[int] = set()
+        self.to_dup: set[int] = set()
+        self.flush_all = False
+        self.counts = Counter()        # playouts, expands, forwarded, missing, ...
+        self.sent = Counter()
+        self.received = Counter()
+        self.root_slot = 0
+        self.root_hash = np.uint64(0)
+
+    # --- helpers ------------------------------------------------------------------------------------------
+    def _pkg(self, out: Actions, kind: str, sim_id: int, payload, front: bool = False) -> None:
+        self.outstanding += 1
+        out.pkgs.append(Package(kind, sim_id, payload, front))
+
+    def _send(self, out: Actions, kind: str, dst: int, payload, sim_id: int = -1) -> None:
+        self.sent[kind] += 1
+        out.msgs.append(Message(kind, self.rank, dst, payload, sim_id))
+
+    def _new_sim(self, out: Actions) -> None:
+        sim_id = self.rank + self.M * self.started
+        self.started += 1
+        self.in_flight += 1
+        sim = Sim(sim_id, np.empty(self.max_depth + 2, STEP), 0)
+        sim.s = self.root.copy()
+        sim.path_pos = np.empty(self.max_depth + 2, np.uint64)
+        sim.path_pos[0] = self.root_pos
+        self._pkg(out, SELECT, sim_id, sim)
+
+    def _may_start(self) -> bool:
+        return not self.stopped and (self.quota is None or self.started < self.quota)
+
+    def _fill(self, out: Actions) -> None:
+        while self.in_flight < self.target and self._may_start():
+            self._new_sim(out)
+
+    def _rng(self, sim: Sim):
+        if self.shared_rng is not None:
+            return self.shared_rng
+        if sim.rng is None:
+            sim.rng = new_rng((self.setup.seed * 0x9E3779B1 + sim.sim_id * 2654435761 + self.rank) & (2**62 - 1))
+        return sim.rng
+
+    def _arrived(self, steps: np.ndarray, sim_id: int) -> Sim:
+        n = len(steps)
+        buf = np.empty(self.max_depth + 2, STEP)
+        buf[:n] = steps
+        return Sim(sim_id, buf, n)
+
+    # --- the contract -------------------------------------------------------------------------------------
+    def start(self) -> Actions:
+        out = Actions()
+        t = self.t
+        new_search(t)  # a table kept from an earlier search: its old nodes become replaceable, not lost
+        h = np.uint64(game.hash(self.g, self.root))  # numba hands uint64 back as a Python int
+        slot, _ = lookup(t, h, True)
+        if slot == 0:
+            raise RuntimeError("no room for the root in the transposition table")
+        self.root_slot = slot
+        self.root_hash = h
+        if self.M > 1 and self.params.share_root:
+            # The root is shared by all ranks from the start (4.2.4): same zeroed statistics, same children.
+            t.visits[slot] = 0
+            t.value[slot] = 0.0
+            t.child_visits[slot, :] = 0
+            t.child_value[slot, :] = 0.0
+            t.amaf_visits[slot, :] = 0
+            t.amaf_value[slot, :] = 0.0
+            t.vloss[slot, :] = 0
+            if t.n_children[slot] < 0 and not game.is_terminal(self.g, self.root):
+                t.n_children[slot] = -1
+                expand(t, self.g, self.root.copy(), slot, np.empty(self.n_actions, np.int64))
+            share_root(t, self.dt, slot, h)
+        self._fill(out)
+        return out
+
+    def on_message(self, msg: Message) -> Actions:
+        out = Actions()
+        kind = msg.kind
+        self.received[kind] += 1
+        if kind == MOVE:
+            sim = self._arrived(msg.payload.steps, msg.sim_id)
+            sim.moved = True
+            self.moves_held += 1
+            self._pkg(out, SELECT, msg.sim_id, sim)
+        elif kind == UPDATE_MSG:
+            p = msg.payload
+            steps = p.steps if p.steps.flags.writeable else p.steps.copy()  # keeps the kernel's types fixed
+            self._update(out, UpdateJob(steps, p.result, p.amaf, msg.sim_id % self.M == self.rank), msg.sim_id)
+        elif kind == PLAYOUT_FWD:
+            self._playout_or_forward(out, self._arrived(msg.payload.steps, msg.sim_id))
+        elif kind in (SYNC_MSG, DUP):
+            self.rows_in.append(msg.payload.rows)
+            self._kick_sync(out)
+        else:
+            raise ValueError(f"treesplit search rank {self.rank}: unexpected {kind} message")
+        return out
+
+    def execute(self, pkg: Package):
+        kind = pkg.kind
+        if kind == SELECT:
+            sim = pkg.payload
+            if sim.s is None:
+                sim.s = np.empty_like(self.root)
+                sim.path_pos = np.empty(self.max_depth + 2, np.uint64)
+                self._replay(self.g, self.root, sim.steps, sim.n, sim.s, sim.path_pos)
+            st, n, arg = self._select(self.t, self.dt, self.g, sim.s, self.p, self._rng(sim), sim.steps, sim.n,
+                                      sim.path_pos, self.history, self.rank, self.kernel_ranks, self.local_slots,
+                                      sim.insert)
+            sim.n = n
+            return st, arg
+        if kind == PLAYOUT:
+            sim = pkg.payload
+            if sim.s is None:
+                sim.s = np.empty_like(self.root)
+                sim.path_pos = np.empty(self.max_depth + 2, np.uint64)
+                self._replay(self.g, self.root, sim.steps, sim.n, sim.s, sim.path_pos)
+            amaf = np.empty(self.n_actions, np.int8)
+            result = self._playout(self.g, sim.s, self._rng(sim), amaf)
+            return result, amaf
+        if kind == UPDATE:
+            job = pkg.payload
+            n = len(job.steps)
+            amaf = self.no_amaf if job.amaf is None else job.amaf.copy()
+            out_sync = np.empty(n, np.int64)
+            out_dup = np.empty(n, np.int64)
+            ns, nd, missing = self._update_k(self.t, self.dt, self.g, job.steps, n, self.rank, job.result, amaf,
+                                           self.p, self.y, self.kernel_ranks, self.local_slots, out_sync, out_dup)
+            return out_sync[:ns], out_dup[:nd], missing
+        if kind == EXPAND:
+            sim = pkg.payload
+            ok, sim.n = self._expand(self.t, self.g, sim.s, sim.slot, np.empty(self.n_actions, np.int64),
+                                    sim.steps, sim.n, self.rank)
+            return ok
+        if kind == SYNC:
+            return self._run_sync(pkg.payload)
+        raise ValueError(f"treesplit search rank: no {kind} packages")
+
+    def on_work_done(self, pkg: Package, result) -> Actions:
+        out = Actions()
+        self.outstanding -= 1
+        kind = pkg.kind
+        if kind == SELECT:
+            sim = pkg.payload
+            if sim.moved:
+                sim.moved = False
+                self.moves_held -= 1
+            st, arg = result
+            if st == ST_MOVE:
+                self._send(out, MOVE, int(arg), Steps(sim.steps[:sim.n]), sim.sim_id)
+            elif st == ST_PLAYOUT:
+                self._playout_or_forward(out, sim)
+            elif st == ST_EXPAND:
+                sim.slot = int(arg)
+                self._pkg(out, EXPAND, sim.sim_id, sim, front=True)
+            else:  # ST_LOSS: the mover played an illegal or repeating move: a loss for it, no playout
+                amaf = np.full(self.n_actions, -1, np.int8) if self.rave else None  # the tree moves only
+                self._finish_sim(out, sim, -1.0 if arg == 0 else 1.0, amaf)
+        elif kind == PLAYOUT:
+            sim = pkg.payload
+            self.counts["playouts"] += 1
+            res, amaf = result
+            self._finish_sim(out, sim, res, amaf if self.rave else None)
+        elif kind == UPDATE:
+            self.updates_running -= 1
+            sync_rows, dup_slots, missing = result
+            if missing:
+                self.counts["update_missing"] += int(missing)
+            self.counts["updates"] += 1
+            if len(sync_rows):
+                self.to_flush.update(sync_rows.tolist())
+            if len(dup_slots):
+                self.to_dup.update(dup_slots.tolist())
+            if pkg.payload.origin_done:
+                self.done += 1
+                self.in_flight -= 1
+                self._fill(out)
+            self._kick_sync(out)
+        elif kind == EXPAND:
+            sim = pkg.payload
+            self.counts["expands"] += 1
+            if result:
+                sim.insert = True
+                self._pkg(out, SELECT, sim.sim_id, sim, front=True)
+            else:
+                self._playout_or_forward(out, sim)
+        elif kind == SYNC:
+            self._sync_done(out, pkg.payload, result)
+        return out
+
+    def stop(self) -> Actions:
+        self.stopped = True
+        return Actions()
+
+    def final_sync(self) -> Actions:
+        out = Actions()
+        self.stopped = True
+        if self.y[Y_TRACK] != 0.0:
+            self.flush_all = True
+            self._kick_sync(out)
+        self.final_synced = True
+        return out
+
+    def idle(self) -> bool:
+        return (self.outstanding == 0 and not self.held_updates and not self.rows_in and not self.to_flush
+                and not self.to_dup and not self.flush_all and not self._may_start())
+
+    def finished(self) -> bool:
+        return self.final_synced and self.idle()
+
+    # --- simulations --------------------------------------------------------------------------------------
+    def _playout_or_forward(self, out: Actions, sim: Sim) -> None:
+        if (self.M > 1 and self.params.forward_playouts and self.moves_held > self.balance_limit):
+            dst = self.py_rng.randrange(self.M - 1)
+            dst += dst >= self.rank
+            self.counts["playouts_forwarded"] += 1
+            self._send(out, PLAYOUT_FWD, dst, Steps(sim.steps[:sim.n]), sim.sim_id)
+            return
+        self._pkg(out, PLAYOUT, sim.sim_id, sim, front=True)
+
+    def _finish_sim(self, out: Actions, sim: Sim, result: float, amaf) -> None:
+        steps = sim.steps[:sim.n]
+        col = steps["rank"].tolist()
+        ranks = set(col)
+        origin = sim.sim_id % self.M
+        self.counts["records_finished"] += sim.n
+        self.counts["edges_finished"] += sim.n - (1 if sim.n and steps[sim.n - 1]["idx"] < 0 else 0)
+        ranks.add(origin)  # the origin hears the end even if it selected nothing (an unshared root)
+        one = len(ranks) == 1
+        for r in ranks:
+            mine = steps if (self.rave or one) else steps[steps["rank"] == r]
+            if r == self.rank:
+                self.counts["updates_local"] += 1
+                self._update(out, UpdateJob(mine, result, amaf, origin == self.rank), sim.sim_id)
+            else:
+                self._send(out, UPDATE_MSG, r, Result(result, mine, amaf), sim.sim_id)
+
+    def _update(self, out: Actions, job: UpdateJob, sim_id: int) -> None:
+        pkg = Package(UPDATE, sim_id, job)
+        if self.to_dup or self.dup_running:
+            self.held_updates.append(pkg)
+            return
+        self.outstanding += 1
+        self.updates_running += 1
+        out.pkgs.append(pkg)
+
+    # --- synchronisation ----------------------------------------------------------------------------------
+    def _kick_sync(self, out: Actions) -> None:
+        if self.sync_running:
+            return
+        dups = list(self.to_dup) if (self.to_dup and self.updates_running == 0) else []
+        if not (self.rows_in or self.to_flush or self.flush_all or dups):
+            return
+        if self.gate_syncs and self.updates_running:
+            self.to_dup.add(-1)  # holds back new updates until the running ones are done; -1 is no slot
+            return
+        self.to_dup.discard(-1)
+        dups = [d for d in dups if d >= 0]
+        job = SyncJob(self.rows_in, dups, list(self.to_flush), self.flush_all)
+        self.rows_in, self.to_flush, self.flush_all = [], set(), False
+        gate = bool(dups) or self.gate_syncs
+        if gate:
+            self.to_dup = set()
+            self.dup_running = True
+        self.sync_running = True
+        self._pkg(out, SYNC, -1, job)
+
+    def _run_sync(self, job: SyncJob):
+        t, dt = self.t, self.dt
+        K = t.child_move.shape[1]
+        dropped = 0
+        for rows in job.rows_in:
+            dropped += apply_rows(t, dt, rows, len(rows), self.adopt)
+        dup_rows = None
+        if job.dup_slots:
+            slots = np.asarray(job.dup_slots, np.int64)
+            buf = np.empty(len(slots) * (K + 1), STAT)
+            dup_rows = buf[:write_dup(t, dt, slots, len(slots), buf)]
+        sync_rows = None
+        if job.flush or job.flush_all:
+            rows = np.asarray(job.flush, np.int64)
+            n_rows = int(dt.meta[D_ROWS]) if job.flush_all else len(rows)
+            buf = np.empty(n_rows * (K + 1), STAT)
+            sync_rows = buf[:flush_rows(t, dt, rows, len(rows), job.flush_all, buf)]
+        return dup_rows, sync_rows, dropped
+
+    def _sync_done(self, out: Actions, job: SyncJob, result) -> None:
+        dup_rows, sync_rows, dropped = result
+        self.counts["sync_rows_dropped"] += int(dropped)
+        if dup_rows is not None and len(dup_rows):
+            self.counts["dups"] += int(np.count_nonzero(dup_rows["idx"] < 0))
+            payload = Stats(dup_rows)
+            for dst in self.sync_peers:
+                self._send(out, self.dup_kind, dst, payload)
+        if sync_rows is not None and len(sync_rows):
+            self.counts["sync_rows"] += len(sync_rows)
+            payload = Stats(sync_rows)
+            for dst in self.sync_peers:
+                self._send(out, self.sync_kind, dst, payload)
+        self.sync_running = False
+        if self.dup_running:
+            self.dup_running = False
+            if not self.to_dup and self.held_updates:
+                held, self.held_updates = self.held_updates, []
+                for pkg in held:
+                    self.outstanding += 1
+                    self.updates_running += 1
+                    out.pkgs.append(pkg)
+        self._kick_sync(out)
+
+    # --- reporting ----------------------------------------------------------------------------------------
+    def holds_root(self) -> bool:
+        """Whether this rank's root statistics are the search's (the root is shared, or owned here)."""
+        return (self.M == 1 or self.dt.row_of[self.root_slot] >= 0
+                or owner(self.root_hash, self.M, self.local_slots) == self.rank)
+
+    def root_stats(self) -> dict:
+        """The root as this rank sees it: visits, and per child move, visits, value (for the player to move)."""
+        t, s = self.t, self.root_slot
+        nc = max(int(t.n_children[s]), 0)
+        return {
+            "visits": int(t.visits[s]), "value": float(t.value[s]),
+            "moves": t.child_move[s, :nc].astype(int).tolist(),
+            "child_visits": t.child_visits[s, :nc].astype(int).tolist(),
+            "child_value": t.child_value[s, :nc].astype(float).tolist(),
+        }
+
+    def best_move(self) -> int:
+        t, s = self.t, self.root_slot
+        nc = int(t.n_children[s])
+        if nc <= 0:
+            return -1
+        return int(t.child_move[s, int(np.argmax(t.child_visits[s, :nc]))])
+
+    def stats(self) -> RoleStats:
+        st = RoleStats(sims_started=self.started, sims_done=self.done, playouts=self.counts["playouts"],
+                       nodes_stored=current_nodes(self.t), nodes_duplicated=int(self.dt.meta[D_ROWS]),
+                       queue_len=self.outstanding, moves_held=self.moves_held,
+                       messages_sent=dict(self.sent), messages_received=dict(self.received))
+        st.extra = dict(self.counts)
+        st.extra["dup_refused"] = int(self.dt.meta[D_REFUSED])
+        st.extra["dup_dropped"] = int(self.dt.meta[D_DROPPED])
+        return st
+
+    def report(self) -> dict:
+        d = self.stats().as_dict()
+        if self.holds_root():
+            d["root"] = self.root_stats()
+            d["best_move"] = self.best_move()
+        return d

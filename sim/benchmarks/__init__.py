@@ -1,0 +1,1 @@
+"""Benchmarks of sim/: `treesplit bench sim`."""

@@ -1,0 +1,84 @@
+"""`treesplit bench sim`: how fast the simulator runs: events per wall second and wall seconds per
+simulated second, treesplit on 1, 8, 32 and 128(+32) oculus nodes (16 cores each), both fidelities.
+
+Spans are short (a few simulated milliseconds at 128 nodes) and the wall time per simulated second is
+extrapolated from them; the printout says so. Goal (issue 4): one simulated second of 128(+32) nodes in
+at most 5 minutes of wall time, functional; statistical at least 10x faster than functional.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+# simulated seconds measured per node count (after a warm-up of 20 % of it)
+SPANS = {"functional": {1: 0.05, 8: 0.01, 32: 0.004, 128: 0.0015},
+         "statistical": {1: 0.2, 8: 0.05, 32: 0.02, 128: 0.008}}
+
+
+def register(kinds) -> None:
+    p = kinds.add_parser("sim", help="simulator speed: events/s and wall s per simulated s (1..128 nodes)",
+                         description=__doc__)
+    p.add_argument("--nodes", default="1,8,32,128", help="node counts (default 1,8,32,128)")
+    p.add_argument("--fidelity", choices=("functional", "statistical", "both"), default="both")
+    p.add_argument("--repeats", type=int, default=3, help="runs per point; the median is reported")
+    p.add_argument("--scale", type=float, default=1.0, help="multiply the simulated spans (shorter: < 1)")
+    p.add_argument("--no-save", action="store_true", help="do not write experiments/results/bench_sim.json")
+    p.set_defaults(func=main)
+
+
+def measure(fidelity: str, nodes: int, span: float, seed: int) -> dict:
+    from sim.simulate import SimConfig, prepare, run
+
+    cfg = SimConfig(algo="treesplit", profile="oculus", nodes=nodes, seconds=span, warmup=0.2 * span,
+                    fidelity=fidelity, seed=seed, params={"table_mb": 4} if fidelity == "functional" else {})
+    t0 = time.perf_counter()
+    prep = prepare(cfg)
+    t_build = time.perf_counter() - t0
+    s = run(prep)
+    simulated = span * 1.2
+    return {"build_s": t_build, "wall_s": s["wall_s"], "events": s["events"], "sims_per_s": s["sims_per_s"],
+            "events_per_s": s["events"] / s["wall_s"], "wall_per_sim_s": s["wall_s"] / simulated,
+            "simulated_s": simulated}
+
+
+def main(args) -> int:
+    from model.results import write_json
+    from sim.commands.simulate import parse_nodes
+
+    nodes = parse_nodes(args.nodes)
+    fids = ("functional", "statistical") if args.fidelity == "both" else (args.fidelity,)
+    out: dict = {"profile": "oculus", "algo": "treesplit", "repeats": args.repeats, "points": []}
+    print(f"{'fidelity':12} {'nodes':>9} {'span s':>8} {'events/s':>10} {'wall s/sim s':>13} {'build s':>8} "
+          f"{'sims/s':>10}")
+    for fid in fids:
+        for n in nodes:
+            span = SPANS[fid].get(n, SPANS[fid][max(k for k in SPANS[fid] if k <= n)] if n > 1 else 0.05)
+            span *= args.scale
+            runs = [measure(fid, n, span, seed) for seed in range(args.repeats)]
+            med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            med.update({"fidelity": fid, "nodes": n, "bcast_nodes": n // 4, "span_s": span})
+            out["points"].append(med)
+            print(f"{fid:12} {n:>5}(+{n // 4}) {span:>8.4g} {med['events_per_s']:>10.4g} "
+                  f"{med['wall_per_sim_s']:>13.4g} {med['build_s']:>8.3g} {med['sims_per_s']:>10.4g}", flush=True)
+    by = {(p["fidelity"], p["nodes"]): p for p in out["points"]}
+    big = max(nodes)
+    lines = []
+    if ("functional", big) in by:
+        w = by[("functional", big)]["wall_per_sim_s"]
+        lines.append(f"functional, {big}(+{big // 4}) nodes: ~{w:.0f} s wall per simulated second "
+                     f"(extrapolated from {by[('functional', big)]['span_s'] * 1.2:.3g} s; goal <= 300 s)")
+        out["functional_wall_per_sim_s"] = w
+    if ("statistical", big) in by:
+        w = by[("statistical", big)]["wall_per_sim_s"]
+        lines.append(f"statistical, {big}(+{big // 4}) nodes: ~{w:.0f} s wall per simulated second "
+                     f"(extrapolated from {by[('statistical', big)]['span_s'] * 1.2:.3g} s)")
+        out["statistical_wall_per_sim_s"] = w
+    if ("functional", big) in by and ("statistical", big) in by:
+        ratio = by[("functional", big)]["wall_per_sim_s"] / by[("statistical", big)]["wall_per_sim_s"]
+        lines.append(f"statistical is {ratio:.1f}x faster than functional at {big} nodes (goal >= 10x)")
+        out["speedup_statistical"] = ratio
+    print("\n".join(lines))
+    if not args.no_save:
+        print(f"wrote {write_json('bench_sim', out)}")
+    return 0

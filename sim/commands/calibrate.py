@@ -1,0 +1,49 @@
+"""`treesplit calibrate TRACE_DIR -o profile.toml`: fit a machine profile from an engine trace."""
+
+from __future__ import annotations
+
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("calibrate", help="fit a machine profile from an engine trace (+ an MPI ping-pong)",
+                       description="Fit per-kind work-package service times, message sizes and the traced "
+                                   "algorithm's workload from an engine trace, and the LogGP network from an MPI "
+                                   "ping-pong/bandwidth sweep run here (mpiexec -n 2, a few seconds).")
+    p.add_argument("trace", metavar="TRACE_DIR", help="a trace directory written by the engine")
+    p.add_argument("-o", "--output", required=True, metavar="PROFILE.toml", help="where to write the profile")
+    p.add_argument("--name", default=None, help="profile name (default: the output file's stem)")
+    p.add_argument("--base", default="oculus", help="profile that fills what the trace lacks (default oculus)")
+    p.add_argument("--no-pingpong", action="store_true", help="skip the MPI sweep; keep the base's network")
+    p.add_argument("--pingpong-seconds", type=float, default=4.0, help="time budget of the sweep (default 4)")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from pathlib import Path
+
+    from model.errors import UserError
+    from model.trace import read_meta
+    from sim.calibrate import calibrate, run_pingpong
+    from sim.profile import load_profile
+
+    read_meta(args.trace)  # not a trace: one clear message before anything runs
+    out = Path(args.output)
+    if out.suffix != ".toml":
+        raise UserError(f"-o {out}: expected a .toml file name")
+    base = load_profile(args.base)
+    pp = None
+    if not args.no_pingpong:
+        print(f"running MPI ping-pong ({args.pingpong_seconds:.0f} s) ...", file=sys.stderr, flush=True)
+        pp = run_pingpong(args.pingpong_seconds)
+    prof = calibrate(args.trace, base, name=args.name or out.stem, pingpong=pp)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    prof.save(out)
+    print(f"wrote {out}")
+    for kind, d in prof.costs.items():
+        print(f"  {kind:8s} mean {d.mean * 1e6:10.2f} us")
+    n = prof.network
+    print(f"  network  L {n.latency * 1e6:.2f} us, o {n.overhead * 1e6:.2f} us, g {n.gap * 1e6:.2f} us, "
+          f"G {n.gap_per_byte * 1e9:.3f} ns/B")
+    print(f"  source   {prof.source}")
+    return 0

@@ -1,0 +1,52 @@
+"""`treesplit predict`: the scaling curve of an algorithm on a machine profile, one simulation per node count."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from sim.commands.simulate import add_run_options
+
+
+def register(sub) -> None:
+    p = sub.add_parser("predict", help="scaling curve: simulate several node counts (sims/s, efficiency, ...)",
+                       description="Simulate an algorithm at several node counts of a machine profile and print "
+                                   "the scaling curve: sims/s, speedup and efficiency against the smallest count, "
+                                   "worker busy fraction, hops, bandwidth per rank, IO loop turnaround.")
+    add_run_options(p, "node counts, comma-separated (e.g. 1,2,4,8,16,32,64,128)")
+    p.add_argument("-o", "--output", default=None, metavar="FILE", help="also write the curve (.csv or .html)")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from sim.commands.simulate import config_from_args, parse_nodes
+    from sim.predict import format_table, sweep, write_output
+    from sim.simulate import estimate_wall, prepare, resolve_profile
+
+    nodes = parse_nodes(args.nodes)
+    base = config_from_args(args, nodes[0], 0.02, "statistical")
+    # check the settings on the smallest configuration before running any, and say how long it will take
+    import dataclasses
+
+    prepare(dataclasses.replace(base, nodes=nodes[0], seconds=1e-6, warmup=0.0))
+    prof = resolve_profile(base)
+    est = sum(estimate_wall(dataclasses.replace(base, nodes=n), prof) for n in nodes)
+    print(f"predicting {base.algo} on {base.profile} at nodes {','.join(map(str, nodes))} ({base.fidelity}, "
+          f"{base.warmup_s + base.seconds:.3g} simulated s each); estimated wall time ~{est:.0f} s",
+          file=sys.stderr, flush=True)
+
+    def point(row):
+        if not args.json:
+            print(f"  {row['nodes']} nodes: {row['sims_per_s']:.4g} sims/s, busy {row['busy_frac']:.2f} "
+                  f"({row['wall_s']:.1f} s wall)", file=sys.stderr, flush=True)
+
+    rows = sweep(base, nodes, point)
+    if args.output:
+        path = write_output(rows, args.output, f"{base.algo} on {base.profile}: predicted scaling")
+        print(f"wrote {path}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"algo": base.algo, "profile": base.profile, "fidelity": base.fidelity, "points": rows},
+                         indent=2, default=float))
+    else:
+        print(format_table(rows))
+    return 0

@@ -1,0 +1,88 @@
+"""The scaling curve: one simulated run per node count, with speedup and efficiency against the smallest.
+
+Efficiency is the simulation rate per search node relative to the smallest configuration's
+(rate_N / N) / (rate_N0 / N0), the measure of seed 000 Figure 4.8's "scales uniformly".
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+from typing import Any, Callable
+
+from model.errors import UserError
+from sim.simulate import SimConfig, simulate
+
+COLUMNS = ("nodes", "bcast_nodes", "search_ranks", "bcast_ranks", "cores", "sims_per_s", "speedup", "efficiency",
+           "busy_frac", "hops_per_sim", "messages_per_sim", "bytes_per_sim", "out_gbit_per_rank",
+           "bcast_out_gbit_per_rank", "io_busy", "io_turnaround_s", "bcast_busy", "wall_s")
+
+
+def sweep(base: SimConfig, nodes: list[int], on_point: Callable[[dict], None] | None = None) -> list[dict[str, Any]]:
+    rows = []
+    for n in nodes:
+        s = simulate(dataclasses.replace(base, nodes=n, trace=None))
+        row = {k: s.get(k) for k in COLUMNS if k in s}
+        row["cores"] = (n + s["bcast_nodes"]) * (s["workers_per_rank"] + 1) * (s["search_ranks"] // n)
+        rows.append(row)
+        if on_point:
+            on_point(row)
+    r0 = rows[0]
+    for row in rows:
+        row["speedup"] = row["sims_per_s"] / r0["sims_per_s"] if r0["sims_per_s"] else 0.0
+        row["efficiency"] = row["speedup"] * r0["nodes"] / row["nodes"]
+    return [{k: row.get(k) for k in COLUMNS} for row in rows]
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    head = (f"{'nodes':>9} {'cores':>6} {'sims/s':>10} {'speedup':>8} {'eff':>5} {'busy':>5} {'hops':>5} "
+            f"{'Gb/s out':>8} {'bc Gb/s':>8} {'IO busy':>7} {'loop us':>7} {'bc busy':>7} {'wall s':>7}")
+    lines = [head]
+    for r in rows:
+        lines.append(
+            f"{r['nodes']:>5}(+{r['bcast_nodes']}) {r['cores']:>6} {r['sims_per_s']:>10.4g} {r['speedup']:>8.3g} "
+            f"{r['efficiency']:>5.2f} {r['busy_frac']:>5.2f} {r['hops_per_sim']:>5.2f} "
+            f"{r['out_gbit_per_rank']:>8.3g} {r['bcast_out_gbit_per_rank']:>8.3g} {r['io_busy']:>7.2f} "
+            f"{r['io_turnaround_s'] * 1e6:>7.3g} {r['bcast_busy']:>7.2f} {r['wall_s']:>7.3g}")
+    return "\n".join(lines)
+
+
+def write_output(rows: list[dict[str, Any]], path: str | Path, title: str) -> Path:
+    p = Path(path)
+    if p.suffix == ".csv":
+        with p.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=COLUMNS)
+            w.writeheader()
+            w.writerows(rows)
+        return p
+    if p.suffix in (".html", ".htm"):
+        return _write_html(rows, p, title)
+    raise UserError(f"-o {p}: expected a .csv or .html file name")
+
+
+def _write_html(rows: list[dict[str, Any]], p: Path, title: str) -> Path:
+    from bokeh.embed import file_html
+    from bokeh.layouts import gridplot
+    from bokeh.models import ColumnDataSource
+    from bokeh.plotting import figure
+    from bokeh.resources import CDN
+
+    src = ColumnDataSource({k: [r[k] for r in rows] for k in COLUMNS})
+    n = [r["nodes"] for r in rows]
+    ideal = ColumnDataSource({"nodes": n, "ideal": [rows[0]["sims_per_s"] * x / rows[0]["nodes"] for x in n]})
+    opts = dict(width=460, height=320, x_axis_type="log", x_axis_label="search nodes")
+    f1 = figure(title="simulation rate", y_axis_type="log", y_axis_label="sims/s", **opts)
+    f1.line("nodes", "ideal", source=ideal, line_dash="dashed", color="gray", legend_label="linear")
+    f1.line("nodes", "sims_per_s", source=src, line_width=2)
+    f1.scatter("nodes", "sims_per_s", source=src, size=7)
+    f2 = figure(title="worker busy fraction and efficiency", y_range=(0, 1.05), **opts)
+    f2.line("nodes", "busy_frac", source=src, line_width=2, legend_label="busy")
+    f2.line("nodes", "efficiency", source=src, line_width=2, color="firebrick", legend_label="efficiency")
+    f3 = figure(title="outgoing bandwidth per rank", y_axis_label="Gbit/s", **opts)
+    f3.line("nodes", "out_gbit_per_rank", source=src, line_width=2, legend_label="search rank")
+    f3.line("nodes", "bcast_out_gbit_per_rank", source=src, line_width=2, color="green", legend_label="broadcast rank")
+    f4 = figure(title="IO loop turnaround", y_axis_label="seconds", **opts)
+    f4.line("nodes", "io_turnaround_s", source=src, line_width=2)
+    p.write_text(file_html(gridplot([[f1, f2], [f3, f4]]), CDN, title))
+    return p

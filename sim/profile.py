@@ -1,0 +1,245 @@
+"""Machine profiles: what a cluster costs, as the simulator charges it.
+
+A profile is a TOML file with these tables (sim/profiles/oculus.toml is a commented example):
+
+    name, description, source          strings
+    [node]      cores, ranks_per_node   a search rank gets cores // ranks_per_node cores: 1 IO + the workers
+    [network]   LogGP: latency L, overhead o, gap g, gap_per_byte G (per node NIC, shared by its ranks),
+                eager_threshold (bytes; larger messages take a rendezvous round trip first),
+                shm_latency, shm_gap_per_byte (ranks on the same node)
+    [io]        the IO core's loop: poll_base + poll_per_peer * peers per iteration (MPI_Testsome polls a
+                buffer per peer, seed 000 4.3.2), per_message (dispatch/collect one message), per_byte
+    [costs]     one service-time distribution per work-package kind (select, expand, playout, update,
+                sync, bcast), see sim/distributions.py
+    [messages]  default size in bytes per message kind (roles may give exact sizes)
+    [workload.<algo>]  optional: what one simulation does, for the statistical fidelity (sim/workload.py)
+
+`load_profile("oculus")` finds a shipped profile by name; any other argument is a path.
+Every field is required; a missing, mistyped or negative one is a ConfigError naming it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from model.config import check, from_dict
+from model.errors import ConfigError
+from model.trace import MESSAGE_KINDS
+from sim.distributions import Distribution, parse_distribution
+
+PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
+COST_KINDS = ("select", "expand", "playout", "update", "sync", "bcast")
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    cores: int
+    ranks_per_node: int
+
+    def validate(self) -> None:
+        check(self.ranks_per_node >= 1, "node.ranks_per_node", "must be >= 1")
+        check(self.cores >= 2 * self.ranks_per_node, "node.cores",
+              f"must be >= 2 * ranks_per_node (each rank needs an IO core and a worker), got {self.cores}")
+
+    @property
+    def cores_per_rank(self) -> int:
+        return self.cores // self.ranks_per_node
+
+    @property
+    def workers_per_rank(self) -> int:
+        return self.cores_per_rank - 1
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    latency: float          # L, s: wire + switch latency of a small message between nodes
+    overhead: float         # o, s: CPU time of the IO core to post one send or complete one receive
+    gap: float              # g, s: minimum time between two message injections at one NIC
+    gap_per_byte: float     # G, s/byte: NIC serialisation time per byte (1 / bandwidth per node)
+    eager_threshold: int    # bytes: larger messages use rendezvous (one extra round trip first)
+    shm_latency: float      # s: latency between two ranks of the same node
+    shm_gap_per_byte: float  # s/byte: copy time between two ranks of the same node
+
+    def validate(self) -> None:
+        _non_negative(self, "network")
+
+    @property
+    def bandwidth_bits(self) -> float:
+        return math.inf if self.gap_per_byte == 0 else 8.0 / self.gap_per_byte
+
+
+@dataclass(frozen=True)
+class IOSpec:
+    poll_base: float        # s: one IO loop iteration with nothing to do and no peers
+    poll_per_peer: float    # s: added per peer the loop polls (RDMA receive buffers)
+    per_message: float      # s: dispatch one received message to a worker queue or collect one to send
+    per_byte: float         # s/byte: copying message payloads on the IO core
+    stats_per_byte: float   # s/byte: taking in shared-node statistics (DUP/SYNC/BCAST/MERGE) on the IO core
+    handles_completions: bool = False  # finished packages go back through the IO core (treesplit's engine:
+    #                                    the roles' on_work_done runs on the IO thread); False: the worker
+    #                                    carries on with the simulation itself (Gomorra, seed 000 4.2.4)
+
+    def validate(self) -> None:
+        _non_negative(self, "io", skip=("handles_completions",))
+
+    def loop_time(self, peers: int) -> float:
+        return self.poll_base + self.poll_per_peer * peers
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    source: str
+    node: NodeSpec
+    network: NetworkSpec
+    io: IOSpec
+    costs: dict[str, Distribution]
+    messages: dict[str, int]
+    workloads: dict[str, Any] = field(default_factory=dict)  # algo -> sim.workload.Workload (statistical)
+    path: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def message_bytes(self, kind: str) -> int:
+        return self.messages.get(kind, self.messages.get("CONTROL", 64))
+
+    def with_overrides(self, pairs: dict[str, str]) -> "Profile":
+        """A copy with some fields replaced, by dotted name: network.latency=2e-6, costs.playout.median=1e-3."""
+        data = self.to_toml()
+        for key, value in pairs.items():
+            parts = key.split(".")
+            node = data
+            for p in parts[:-1]:
+                if not isinstance(node.get(p), dict):
+                    raise ConfigError(f"profile setting {key!r}: no table {p!r}")
+                node = node[p]
+            if parts[-1] not in node:
+                raise ConfigError(f"profile setting {key!r}: unknown field")
+            node[parts[-1]] = _parse_scalar(value)
+        return profile_from_dict(data, where=f"{self.name} (with overrides): ")
+
+    def to_toml(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "description": self.description, "source": self.source,
+            "node": dataclasses.asdict(self.node), "network": dataclasses.asdict(self.network),
+            "io": dataclasses.asdict(self.io), "costs": {k: d.to_toml() for k, d in self.costs.items()},
+            "messages": dict(self.messages),
+            **({"workload": {a: w.to_toml() for a, w in self.workloads.items()}} if self.workloads else {}),
+        }
+
+    def save(self, path: str | Path) -> Path:
+        import tomli_w
+
+        p = Path(path)
+        p.write_text(tomli_w.dumps(self.to_toml()))
+        return p
+
+
+def _parse_scalar(text: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _non_negative(obj: Any, section: str, skip: tuple[str, ...] = ()) -> None:
+    for f in dataclasses.fields(obj):
+        if f.name in skip:
+            continue
+        v = getattr(obj, f.name)
+        check(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0, f"{section}.{f.name}",
+              f"must be a finite number >= 0, got {v!r}")
+
+
+def _section(cls: type, data: dict[str, Any], name: str, where: str) -> Any:
+    sub = data.get(name)
+    if sub is None:
+        raise ConfigError(f"{where}[{name}]: missing table")
+    if not isinstance(sub, dict):
+        raise ConfigError(f"{where}{name}: expected a table")
+    for f in dataclasses.fields(cls):
+        if f.name not in sub and f.default is dataclasses.MISSING:
+            raise ConfigError(f"{where}{name}.{f.name}: missing")
+    try:
+        return from_dict(cls, sub, where=f"{where}{name}.")
+    except ConfigError as e:
+        msg = str(e)
+        raise ConfigError(msg if msg.startswith(where) else f"{where}{msg}") from None
+
+
+def profile_from_dict(data: dict[str, Any], where: str = "") -> Profile:
+    for key in ("name",):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise ConfigError(f"{where}{key}: missing (a non-empty string)")
+    known = {"name", "description", "source", "node", "network", "io", "costs", "messages", "workload"}
+    unknown = set(data) - known
+    if unknown:
+        raise ConfigError(f"{where}{sorted(unknown)[0]}: unknown setting (known: {', '.join(sorted(known))})")
+    node = _section(NodeSpec, data, "node", where)
+    network = _section(NetworkSpec, data, "network", where)
+    io = _section(IOSpec, data, "io", where)
+    costs_in = data.get("costs")
+    if not isinstance(costs_in, dict):
+        raise ConfigError(f"{where}[costs]: missing table")
+    costs = {}
+    for kind in COST_KINDS:
+        if kind not in costs_in:
+            raise ConfigError(f"{where}costs.{kind}: missing")
+        costs[kind] = parse_distribution(f"{where}costs.{kind}", costs_in[kind])
+    extra = set(costs_in) - set(COST_KINDS)
+    if extra:
+        raise ConfigError(f"{where}costs.{sorted(extra)[0]}: unknown package kind (known: {', '.join(COST_KINDS)})")
+    msgs_in = data.get("messages")
+    if not isinstance(msgs_in, dict):
+        raise ConfigError(f"{where}[messages]: missing table")
+    messages = {}
+    for kind, v in msgs_in.items():
+        if kind not in MESSAGE_KINDS:
+            raise ConfigError(f"{where}messages.{kind}: unknown message kind (known: {', '.join(MESSAGE_KINDS)})")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ConfigError(f"{where}messages.{kind}: expected a whole number of bytes >= 0, got {v!r}")
+        messages[kind] = v
+    for kind in ("MOVE", "UPDATE", "SYNC", "BCAST", "CONTROL"):
+        if kind not in messages:
+            raise ConfigError(f"{where}messages.{kind}: missing")
+    from sim.workload import workload_from_dict
+
+    wl_in = data.get("workload", {})
+    if not isinstance(wl_in, dict):
+        raise ConfigError(f"{where}workload: expected tables [workload.<algo>]")
+    workloads = {}
+    for algo, w in wl_in.items():
+        if not isinstance(w, dict):
+            raise ConfigError(f"{where}workload.{algo}: expected a table")
+        try:
+            workloads[algo] = workload_from_dict(w, where=f"workload.{algo}")
+        except ConfigError as e:
+            raise ConfigError(f"{where}{e}") from None
+    return Profile(name=data["name"], description=str(data.get("description", "")),
+                   source=str(data.get("source", "")), node=node, network=network, io=io, costs=costs,
+                   messages=messages, workloads=workloads)
+
+
+def shipped_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
+
+
+def load_profile(name_or_path: str | Path) -> Profile:
+    """A shipped profile by name (`oculus`, `local`) or a profile TOML file by path."""
+    s = str(name_or_path)
+    p = Path(s)
+    if not s.endswith(".toml") and "/" not in s and (PROFILES_DIR / f"{s}.toml").exists():
+        p = PROFILES_DIR / f"{s}.toml"
+    if not p.exists():
+        raise ConfigError(f"profile {s!r}: no such file or shipped profile (shipped: {', '.join(shipped_profiles())})")
+    try:
+        data = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: not valid TOML ({e})") from None
+    prof = profile_from_dict(data, where=f"{p.name}: ")
+    return dataclasses.replace(prof, path=str(p))

@@ -1,0 +1,519 @@
+"""The virtual runtime: ranks of hosted roles as SimPy processes on modelled cores and a modelled network.
+
+Per search rank (seed 000 4.2.4, Figure 4.3):
+  - an IO-core process: waits for received messages, finished packages or timers; each loop iteration
+    costs poll_base + poll_per_peer * peers (one MPI_Testsome over every peer's buffers) plus, per message
+    sent or received, the LogGP overhead o, the dispatch cost and a per-byte copy cost (statistics messages
+    also pay io.stats_per_byte). Received messages go to the role; its packages go to the rank's queue and
+    its messages leave when the iteration ends. Input that arrives while the IO core idles is noticed at
+    a random phase of its polling loop.
+  - C-1 worker processes sharing the rank's package queue (workers may take work from each other's
+    buffers, 4.2.4): each takes a package, calls role.execute, charges the service time (the package's
+    own cost, or a draw from the profile for its kind) and then either calls role.on_work_done itself
+    (Gomorra: a worker carries its simulation on) or, with io.handles_completions, hands the package back
+    to the IO core, which calls it (the treesplit engine: roles are driven from the IO thread).
+Per broadcast rank: one core; its IO loop also runs the role's packages (delay, merge, forward).
+The network is sim/network.py (closed-form LogGP, shared NIC per node); a message costs one SimPy event,
+its delivery.
+
+Roles are model/roles' (the contract in model/roles/__init__.py); the statistical roles
+(sim/statistical.py) implement the same contract.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import simpy
+
+from model.roles.base import Actions, Package
+from sim.distributions import Sampler
+from sim.network import Network
+from sim.profile import Profile
+
+# Messages that carry shared-node statistics (the IO core pays io.stats_per_byte to take them in).
+STATS_KINDS = frozenset(("SYNC", "BCAST", "DUP", "MERGE"))
+_GOLDEN = 0x9E3779B97F4A7C15
+_MASK = (1 << 64) - 1
+
+
+@dataclass
+class Cluster:
+    """Which rank is on which node: M search ranks, then B broadcast ranks on nodes of their own,
+    ranks_per_node to a node (the ranks of a node share its NIC)."""
+
+    M: int
+    B: int
+    ranks_per_node: int
+
+    @property
+    def search_nodes(self) -> int:
+        return -(-self.M // self.ranks_per_node)
+
+    @property
+    def bcast_nodes(self) -> int:
+        return -(-self.B // self.ranks_per_node)
+
+    def node_of(self) -> list[int]:
+        rpn = self.ranks_per_node
+        return [r // rpn for r in range(self.M)] + [self.search_nodes + b // rpn for b in range(self.B)]
+
+
+class RankStats:
+    """Exact counters of one rank (messages and bytes out by kind, busy time)."""
+
+    __slots__ = ("msgs_out", "bytes_out", "msgs_in", "busy", "io_busy", "io_loops", "io_loop_time", "pkgs")
+
+    def __init__(self) -> None:
+        self.msgs_out: dict[str, int] = {}
+        self.bytes_out = 0
+        self.msgs_in = 0
+        self.busy = 0.0      # worker-seconds of completed packages
+        self.io_busy = 0.0   # IO-core seconds in loop iterations that had work
+        self.io_loops = 0
+        self.io_loop_time = 0.0
+        self.pkgs: dict[str, int] = {}
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"msgs_out": dict(self.msgs_out), "bytes_out": self.bytes_out, "msgs_in": self.msgs_in,
+                "busy": self.busy, "io_busy": self.io_busy, "io_loops": self.io_loops,
+                "io_loop_time": self.io_loop_time, "pkgs": dict(self.pkgs)}
+
+
+class TraceSink:
+    """Writes packages/messages, sampled by simulation as the engine does (engine/mpi/recorder.py: Fibonacci
+    hashing of sim_id, so a sampled simulation is complete), and the samples table (always exact).
+    Messages without a simulation are all kept; packages without one are sampled by count."""
+
+    def __init__(self, writer, sample_rate: float):
+        self.w = writer
+        self.rate = sample_rate
+        self.all = sample_rate >= 1.0
+        self.count = 0
+
+    def keep(self, sim_id: int) -> bool:
+        if self.all:
+            return True
+        if sim_id < 0:
+            self.count += 1
+            return (((self.count * _GOLDEN) & _MASK) >> 11) / 9007199254740992.0 < self.rate
+        return (((sim_id * _GOLDEN) & _MASK) >> 11) / 9007199254740992.0 < self.rate
+
+    def keep_msg(self, sim_id: int) -> bool:
+        return sim_id < 0 or self.keep(sim_id)
+
+
+class Rank:
+    """One simulated MPI rank: its IO core, its workers (none for a broadcast rank), its role."""
+
+    def __init__(self, world: "World", rid: int, role: Any, workers: int, peers: int, bcast: bool):
+        self.world, self.rid, self.role, self.n_workers, self.bcast = world, rid, role, workers, bcast
+        self.queue: deque[Package] = deque()
+        self.idle: list[simpy.Event] = []   # parked workers' wake events
+        self.inbox: list = []
+        self.outbox: list = []
+        self.timers_due: list[Any] = []
+        self.done: list[tuple[Package, Any]] = []  # finished packages for the IO core (handles_completions)
+        self.io_wake: simpy.Event | None = None
+        self.peers = peers
+        self.loop_time = world.profile.io.loop_time(peers)
+        self.running: dict[int, float] = {}  # worker -> start of its current package
+        self.stats = RankStats()
+
+    # --- inputs -------------------------------------------------------------------------------------
+    def deliver(self, msg) -> None:
+        self.inbox.append(msg)
+        ev = self.io_wake
+        if ev is not None:
+            self.io_wake = None
+            ev.succeed()
+
+    def _wake_io(self) -> None:
+        ev = self.io_wake
+        if ev is not None:
+            self.io_wake = None
+            ev.succeed()
+
+    def push(self, pkgs: list[Package]) -> None:
+        q = self.queue
+        for p in pkgs:
+            if p.front:
+                q.appendleft(p)
+            else:
+                q.append(p)
+        self._wake_workers(len(pkgs))
+
+    def _wake_workers(self, n: int) -> None:
+        idle = self.idle
+        for _ in range(min(len(idle), n)):
+            idle.pop().succeed()
+
+    def apply(self, acts: Actions, now: float) -> None:
+        """Route a role's answer: packages to the queue, messages to the IO core's send list, timers."""
+        if acts.pkgs:
+            self.push(acts.pkgs)
+        if acts.msgs:
+            self.outbox.extend(acts.msgs)
+            self._wake_io()
+        if acts.timers:
+            self.world.add_timers(self, acts.timers)
+
+    # --- processes ----------------------------------------------------------------------------------
+    def worker(self, w: int):
+        world = self.world
+        env = world.env
+        q = self.queue
+        samplers = world.samplers
+        stats = self.stats
+        running = self.running
+        trace = world.trace
+        rid = self.rid
+        role = self.role
+        execute = role.execute
+        via_io = world.profile.io.handles_completions
+        while True:
+            while not q:
+                ev = env.event()
+                self.idle.append(ev)
+                yield ev
+            pkg = q.popleft()
+            result = execute(pkg)
+            cost = pkg.cost
+            if cost is None:
+                cost = samplers[pkg.kind].next()
+            t0 = env.now
+            running[w] = t0
+            yield env.timeout(cost)
+            del running[w]
+            stats.busy += cost
+            k = pkg.kind
+            stats.pkgs[k] = stats.pkgs.get(k, 0) + 1
+            if trace is not None and trace.keep(pkg.sim_id):
+                trace.w.package(t0, t0 + cost, rid, w, k, pkg.sim_id)
+            if via_io:
+                self.done.append((pkg, result))
+                self._wake_io()
+                continue
+            acts = role.on_work_done(pkg, result)
+            if acts:
+                self.apply(acts, env.now)
+
+    def io(self):
+        """The IO core. A rank without workers (a broadcast rank) runs its packages here, between polls."""
+        world = self.world
+        env = world.env
+        prof = world.profile
+        o = prof.network.overhead
+        per_msg = prof.io.per_message
+        per_byte = prof.io.per_byte
+        stats_per_byte = prof.io.stats_per_byte
+        samplers = world.samplers
+        rng_phase = world.phase_rng
+        role = self.role
+        execute = role.execute
+        stats = self.stats
+        trace = world.trace
+        rid = self.rid
+        stats_kinds = STATS_KINDS
+        inline = self.n_workers == 0
+        q = self.queue
+        while True:
+            woke = False
+            while not (self.inbox or self.outbox or self.timers_due or self.done or (inline and q)):
+                ev = env.event()
+                self.io_wake = ev
+                yield ev
+                woke = True
+            inbox, self.inbox = self.inbox, []
+            sends, self.outbox = self.outbox, []
+            timers, self.timers_due = self.timers_due, []
+            done, self.done = self.done, []
+            cost = self.loop_time
+            # an idle IO core spins in its loop; new input is seen at a random point of an iteration
+            phase = rng_phase.random() * self.loop_time if woke else 0.0
+            nbytes = 0
+            pkgs: list[Package] = []
+            new_timers: list = []
+            for m in inbox:
+                nb = m.nbytes
+                nbytes += nb
+                if m.kind in stats_kinds:
+                    cost += nb * stats_per_byte
+                acts = role.on_message(m)
+                if acts:
+                    pkgs.extend(acts.pkgs)
+                    sends.extend(acts.msgs)
+                    new_timers.extend(acts.timers)
+            for tok in timers:
+                acts = role.on_timer(tok)
+                if acts:
+                    pkgs.extend(acts.pkgs)
+                    sends.extend(acts.msgs)
+                    new_timers.extend(acts.timers)
+            for pkg, result in done:
+                acts = role.on_work_done(pkg, result)
+                if acts:
+                    pkgs.extend(acts.pkgs)
+                    sends.extend(acts.msgs)
+                    new_timers.extend(acts.timers)
+            if inline:
+                # run what is queued plus what this iteration produced, until nothing is left
+                for p in pkgs:
+                    if p.front:
+                        q.appendleft(p)
+                    else:
+                        q.append(p)
+                pkgs = []
+                t_pkg = env.now + phase + cost
+                while q:
+                    pkg = q.popleft()
+                    result = execute(pkg)
+                    c = pkg.cost
+                    if c is None:
+                        c = samplers[pkg.kind].next()
+                    k = pkg.kind
+                    stats.pkgs[k] = stats.pkgs.get(k, 0) + 1
+                    if trace is not None and trace.keep(pkg.sim_id):
+                        trace.w.package(t_pkg, t_pkg + c, rid, -1, k, pkg.sim_id)
+                    t_pkg += c
+                    cost += c
+                    acts = role.on_work_done(pkg, result)
+                    if acts:
+                        for p in acts.pkgs:
+                            if p.front:
+                                q.appendleft(p)
+                            else:
+                                q.append(p)
+                        sends.extend(acts.msgs)
+                        new_timers.extend(acts.timers)
+            for m in sends:
+                nbytes += m.nbytes
+            cost += (len(inbox) + len(sends)) * (o + per_msg) + len(done) * per_msg + nbytes * per_byte
+            stats.msgs_in += len(inbox)
+            stats.io_loops += 1
+            stats.io_loop_time += cost
+            stats.io_busy += cost
+            t0 = env.now + phase
+            yield env.timeout(phase + cost)
+            now = env.now
+            if trace is not None and trace.keep(-1):
+                trace.w.package(t0, now, rid, -1, "io", -1)
+            if sends:
+                world.send(self, sends, now)
+            if pkgs:
+                self.push(pkgs)
+            if new_timers:
+                world.add_timers(self, new_timers)
+
+
+@dataclass
+class RunResult:
+    """Exact counters of a run, the measurement window and per-rank stats (sim/summary.py reads it)."""
+
+    cluster: Cluster
+    workers_per_rank: int
+    t_start: float
+    t_end: float
+    counters_start: list[tuple]
+    counters_end: list[tuple]
+    stats_start: list[dict]
+    stats_end: list[dict]
+    events: int
+    wall_s: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class World:
+    """A simulated cluster hosting one role per rank. `run(seconds)` advances simulated time."""
+
+    def __init__(self, profile: Profile, cluster: Cluster, make_role: Callable[[int], Any],
+                 seed: int = 0, trace_writer=None, sample_rate: float = 1.0, sample_interval: float = 0.01,
+                 bcast_peers: Callable[[int], int] | None = None):
+        self.profile = profile
+        self.cluster = cluster
+        self.env = simpy.Environment()
+        self.rng = np.random.default_rng(seed)
+        self.phase_rng = np.random.default_rng(seed + 1)
+        self.samplers = {k: Sampler(d, np.random.default_rng([seed, i]))
+                         for i, (k, d) in enumerate(sorted(profile.costs.items()))}
+        self.network = Network(profile.network, cluster.node_of())
+        self.trace = TraceSink(trace_writer, sample_rate) if trace_writer is not None else None
+        self.sample_interval = sample_interval
+        M, B = cluster.M, cluster.B
+        workers = profile.node.workers_per_rank
+        self.workers_per_rank = workers
+        self.ranks: list[Rank] = []
+        for r in range(M + B):
+            is_b = r >= M
+            if is_b:
+                peers = (bcast_peers(r - M) if bcast_peers else 0) + math.ceil(M / max(B, 1))
+            else:
+                peers = (M - 1) + (1 if B else 0)
+            role = make_role(r)
+            self.ranks.append(Rank(self, r, role, 0 if is_b else workers, peers, is_b))
+        self.n_msgs = 0
+        self._started = False
+        self._draining = False
+        self._busy_mark = [0.0] * (M + B)
+
+    # --- network ------------------------------------------------------------------------------------
+    def send(self, rank: Rank, msgs: list, now: float) -> None:
+        net = self.network
+        env = self.env
+        stats = rank.stats
+        trace = self.trace
+        src = rank.rid
+        ranks = self.ranks
+        mo = stats.msgs_out
+        for m in msgs:
+            nb = m.nbytes
+            t_arr = net.transfer(now, src, m.dst, nb)
+            k = m.kind
+            mo[k] = mo.get(k, 0) + 1
+            stats.bytes_out += nb
+            dst = ranks[m.dst]
+            if trace is not None and trace.keep_msg(m.sim_id):
+                trace.w.message(now, t_arr, src, m.dst, k, nb, m.sim_id)
+            ev = env.timeout(t_arr - now, m)
+            ev.callbacks.append(dst._deliver_cb)
+        self.n_msgs += len(msgs)
+
+    def add_timers(self, rank: Rank, timers: list) -> None:
+        for delay, token in timers:
+            ev = self.env.timeout(delay, token)
+            ev.callbacks.append(rank._timer_cb)
+
+    # --- running ------------------------------------------------------------------------------------
+    def _start(self) -> None:
+        env = self.env
+        for rank in self.ranks:
+            rank._deliver_cb = lambda ev, rank=rank: rank.deliver(ev.value)
+            rank._timer_cb = lambda ev, rank=rank: (rank.timers_due.append(ev.value), rank._wake_io())
+            env.process(rank.io())
+            for w in range(rank.n_workers):
+                env.process(rank.worker(w))
+        for rank in self.ranks:
+            acts = rank.role.start()
+            if acts:
+                rank.apply(acts, env.now)
+        if self.trace is not None:
+            env.process(self._sampler())
+        self._started = True
+
+    def _busy_until(self, rank: Rank, t: float) -> float:
+        b = rank.stats.busy
+        for t0 in rank.running.values():
+            b += t - t0
+        return b
+
+    def _sampler(self):
+        env = self.env
+        dt = self.sample_interval
+        w = self.trace.w
+        while not self._draining:
+            yield env.timeout(dt)
+            t = env.now
+            for rank in self.ranks:
+                cores = rank.n_workers
+                if cores:
+                    b = self._busy_until(rank, t)
+                    busy = (b - self._busy_mark[rank.rid]) / (cores * dt)
+                    self._busy_mark[rank.rid] = b
+                    qlen = len(rank.queue)
+                else:
+                    b = rank.stats.io_busy
+                    busy = min(1.0, (b - self._busy_mark[rank.rid]) / dt)
+                    self._busy_mark[rank.rid] = b
+                    qlen = len(rank.inbox)
+                st = rank.role.stats()
+                w.sample(t, rank.rid, qlen, busy, st.sims_done, st.playouts, st.nodes_stored, st.nodes_duplicated)
+
+    def counters(self) -> list[tuple]:
+        """(sims_done, playouts, nodes_stored, nodes_duplicated) per rank, from the roles."""
+        out = []
+        for r in self.ranks:
+            st = r.role.stats()
+            out.append((st.sims_done, st.playouts, st.nodes_stored, st.nodes_duplicated))
+        return out
+
+    def stats_snapshot(self) -> list[dict]:
+        t = self.env.now
+        out = []
+        for r in self.ranks:
+            s = r.stats.snapshot()
+            s["busy"] = self._busy_until(r, t)
+            out.append(s)
+        return out
+
+    def run(self, seconds: float, warmup: float = 0.0, progress: Callable[[float], None] | None = None,
+            chunks: int = 100) -> RunResult:
+        """Simulate `seconds` (plus `warmup` first, not measured); `progress(t)` is called as time passes."""
+        import time
+
+        if not self._started:
+            self._start()
+        wall0 = time.perf_counter()
+        env = self.env
+        t_begin = env.now
+        total = warmup + seconds
+        step = total / chunks
+        t0_stats = None
+        c0 = None
+        t_meas = t_begin + warmup
+        if warmup <= 0:
+            c0, t0_stats = self.counters(), self.stats_snapshot()
+        for i in range(1, chunks + 1):
+            target = t_begin + step * i
+            if c0 is None and target >= t_meas:
+                if t_meas > env.now:
+                    env.run(until=t_meas)
+                c0, t0_stats = self.counters(), self.stats_snapshot()
+            if target > env.now:
+                env.run(until=target)
+            if progress:
+                progress(env.now - t_begin)
+        wall = time.perf_counter() - wall0
+        events = getattr(env, "_eid", None)
+        ev_count = next(events) if events is not None else 0
+        return RunResult(self.cluster, self.workers_per_rank, t_meas, env.now, c0, self.counters(), t0_stats,
+                         self.stats_snapshot(), ev_count, wall)
+
+    def _quiesce(self, max_events: int) -> int:
+        env = self.env
+        n = 0
+        while env.peek() < math.inf:
+            env.step()
+            n += 1
+            if n > max_events:
+                raise RuntimeError(f"simulator: no quiescence after {max_events} events")
+        return n
+
+    def _everyone(self, method: str) -> None:
+        for rank in self.ranks:
+            acts = getattr(rank.role, method)()
+            if acts:
+                rank.apply(acts, self.env.now)
+
+    def drain(self, max_events: int = 50_000_000) -> dict[str, Any]:
+        """The termination protocol (model/roles/__init__.py): stop every role, run until nothing is left,
+        final_sync every role, run until quiescent again. Returns counts for the invariants."""
+        self._draining = True
+        t0 = self.env.now
+        self._everyone("stop")
+        n1 = self._quiesce(max_events)
+        busy = [r.rid for r in self.ranks if not r.role.idle()]
+        if busy:
+            raise RuntimeError(f"simulator: ranks {busy[:8]} not idle after the drain")
+        self._everyone("final_sync")
+        n2 = self._quiesce(max_events)
+        sent: dict[str, int] = {}
+        for r in self.ranks:
+            for k, v in r.stats.msgs_out.items():
+                sent[k] = sent.get(k, 0) + v
+        return {"t_drain": t0, "t_quiet": self.env.now, "events": n1 + n2,
+                "messages_sent": sum(sent.values()), "messages_received": sum(r.stats.msgs_in for r in self.ranks),
+                "sims_done": sum(r.role.stats().sims_done for r in self.ranks[: self.cluster.M])}

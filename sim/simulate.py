@@ -1,0 +1,220 @@
+"""One simulated run, from settings to figures: what `treesplit simulate` and `treesplit predict` call.
+
+--param keys go to three places, by name: the algorithm's and UCT's parameters (model/roles/params.py),
+`game.<field>` to the game (model.game.GameSpec: game.branching=8, game.cost=100, ...), and
+`<table>.<field>` to the machine profile (network.latency=2e-6, costs.playout.median=1e-3, ...), and
+`workload.<field>` to the statistical fidelity's workload (workload.syncs_per_sim=0.5).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from model.config import check
+from model.errors import ConfigError
+from sim.profile import Profile, load_profile
+from sim.runtime import Cluster, World
+
+FIDELITIES = ("functional", "statistical")
+PROFILE_TABLES = ("node", "network", "io", "costs", "messages")
+# Wall seconds per simulated work package on one core of the development machine (sim/benchmarks/sim.py
+# measures them); only used to tell the user beforehand roughly how long a run will take.
+WALL_PER_PACKAGE = {"functional": 60e-6, "statistical": 12e-6}
+
+
+@dataclass
+class SimConfig:
+    algo: str = "treesplit"
+    profile: str = "oculus"
+    nodes: int = 1                  # search nodes (each holds profile.node.ranks_per_node search ranks)
+    bcast_nodes: int | None = None  # None: the algorithm's default, 1 broadcast rank per bcast_ratio search ranks
+    seconds: float = 0.1            # simulated seconds measured
+    warmup: float | None = None     # simulated seconds before measuring (None: 10 % of seconds)
+    fidelity: str = "functional"
+    game: str = "pgame"
+    board: int = 19
+    params: dict[str, Any] = field(default_factory=dict)
+    workload: str | None = None     # statistical: fit from this trace directory (None: profile's / defaults)
+    trace: str | None = None
+    sample_rate: float = 1.0
+    sample_interval: float = 0.01
+    seed: int = 0
+    drain: bool = False             # after the run: stop, drain, final sync (the conservation invariants)
+
+    def validate(self) -> None:
+        from model.roles import ALGORITHMS
+
+        check(self.algo in ALGORITHMS, "algo", f"unknown algorithm {self.algo!r} (known: {', '.join(ALGORITHMS)})")
+        check(isinstance(self.nodes, int) and self.nodes >= 1, "nodes", "need at least 1 node")
+        check(self.bcast_nodes is None or (isinstance(self.bcast_nodes, int) and self.bcast_nodes >= 0),
+              "bcast_nodes", "need a whole number >= 0")
+        check(self.seconds > 0 and math.isfinite(self.seconds), "seconds", "need a simulated time > 0")
+        check(self.warmup is None or self.warmup >= 0, "warmup", "need >= 0")
+        check(self.fidelity in FIDELITIES, "fidelity", f"one of {', '.join(FIDELITIES)}")
+        check(self.game in ("pgame", "go"), "game", "one of pgame, go")
+        check(0 < self.sample_rate <= 1, "sample_rate", "need a fraction in (0, 1]")
+        check(self.sample_interval > 0, "sample_interval", "need > 0")
+
+    @property
+    def warmup_s(self) -> float:
+        return 0.1 * self.seconds if self.warmup is None else self.warmup
+
+
+def split_keys(params: dict[str, Any]) -> tuple[dict, dict, dict, dict]:
+    """(algorithm params, game fields, profile overrides, workload fields) from one --param dict."""
+    algo, game, prof, work = {}, {}, {}, {}
+    for k, v in params.items():
+        head = k.split(".", 1)[0]
+        if "." in k and head == "game":
+            game[k.split(".", 1)[1]] = v
+        elif "." in k and head == "workload":
+            work[k.split(".", 1)[1]] = v
+        elif "." in k and head in PROFILE_TABLES:
+            prof[k] = v
+        else:
+            algo[k] = v
+    return algo, game, prof, work
+
+
+def game_spec(cfg: SimConfig, fields: dict[str, Any]):
+    from model.config import from_dict
+    from model.game import GameSpec
+
+    base = {"name": cfg.game, "size": cfg.board}
+    if cfg.game == "pgame":
+        # a tree wide and deep enough that a big cluster's simulations do not all meet in a few nodes
+        base.update({"branching": 16, "depth": 40})
+    base.update(fields)
+    return from_dict(GameSpec, base, where="game.")
+
+
+@dataclass
+class Prepared:
+    cfg: SimConfig
+    profile: Profile
+    world: World
+    layout: Any
+    roles: list
+    meta: Any
+    writer: Any
+    workload: Any = None
+
+
+def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
+    """Build the world for `cfg` (validates everything first; raises ConfigError/UserError on bad input)."""
+    from model.roles import Layout, Setup, make_role, split_params
+    from model.trace import Meta, TraceWriter
+
+    cfg.validate()
+    algo_params, game_fields, _, work_fields = split_keys(cfg.params)
+    prof = profile or resolve_profile(cfg)
+    uct, own = split_params(cfg.algo, algo_params)
+    rpn = prof.node.ranks_per_node
+    M = cfg.nodes * rpn
+    if cfg.bcast_nodes is None:
+        B = M // own.bcast_ratio if cfg.algo == "treesplit" else 0
+    else:
+        B = cfg.bcast_nodes * rpn
+    if B > 0 and cfg.algo != "treesplit":
+        raise ConfigError(f"--bcast-nodes: {cfg.algo} has no broadcast ranks")
+    if B > M:
+        raise ConfigError(f"--bcast-nodes: {B} broadcast ranks for {M} search ranks; at most one per search rank")
+    W = prof.node.workers_per_rank
+    layout = Layout(search_ranks=M, bcast_ranks=B, workers=W, peers=getattr(own, "peers", 12))
+    spec = game_spec(cfg, game_fields)
+    workload = None
+    roles = []
+    if cfg.fidelity == "functional":
+        g, root = spec.make()
+        setup = Setup(g=g, root=root, seed=cfg.seed)
+        roles = [make_role(cfg.algo, r, layout, setup, algo_params) for r in range(layout.world)]
+    else:
+        if cfg.drain:
+            raise ConfigError("--drain: only the functional fidelity runs roles that can be drained")
+        from sim.workload import default_workload, workload_from_dict
+
+        if cfg.workload:
+            from model.trace import read_trace
+            from sim.workload import fit_workload
+
+            workload = fit_workload(read_trace(cfg.workload))
+        else:
+            workload = prof.workloads.get(cfg.algo) or default_workload(cfg.algo)
+        if work_fields:
+            from sim.profile import _parse_scalar
+
+            data = workload.to_toml()
+            data.update({k: _parse_scalar(str(v)) for k, v in work_fields.items()})
+            workload = workload_from_dict(data)
+    cluster = Cluster(M, B, rpn)
+    meta = Meta(runtime="sim", algo=cfg.algo, game=cfg.game, board=cfg.board if cfg.game == "go" else 0,
+                params={**dataclasses.asdict(uct), **dataclasses.asdict(own)}, ranks={"search": M, "broadcast": B},
+                threads=W + 1, machine=f"profile {prof.name}", seed=cfg.seed, sample_rate=cfg.sample_rate,
+                extra={"fidelity": cfg.fidelity, "nodes": cfg.nodes, "bcast_nodes": cluster.bcast_nodes,
+                       "profile": prof.to_toml(), "game_spec": dataclasses.asdict(spec),
+                       "workload": workload.to_toml() if workload else None})
+    writer = TraceWriter(cfg.trace, meta) if cfg.trace else None
+    if cfg.fidelity == "statistical":
+        from sim.statistical import StatWorld
+
+        world = StatWorld(cfg.algo, prof, cluster, layout, workload, own, seed=cfg.seed, trace_writer=writer,
+                          sample_rate=cfg.sample_rate, sample_interval=cfg.sample_interval)
+    else:
+        topo = None
+        if B:
+            from model.topology import Topology
+
+            topo = Topology(B, layout.peers)
+        world = World(prof, cluster, lambda r: roles[r], seed=cfg.seed, trace_writer=writer,
+                      sample_rate=cfg.sample_rate, sample_interval=cfg.sample_interval,
+                      bcast_peers=(lambda b: len(topo.in_peers(b))) if topo else None)
+    return Prepared(cfg, prof, world, layout, roles, meta, writer, workload)
+
+
+def resolve_profile(cfg: SimConfig) -> Profile:
+    prof = load_profile(cfg.profile)
+    over = split_keys(cfg.params)[2]
+    return prof.with_overrides(over) if over else prof
+
+
+def estimate_wall(cfg: SimConfig, profile: Profile | None = None) -> float:
+    """A rough guess of the wall seconds a run will take (said before it starts): packages the cluster can
+    run in the simulated time, times the wall cost of one (sim/benchmarks/sim.py measures it)."""
+    prof = profile or resolve_profile(cfg)
+    seq = sum(prof.costs[k].mean for k in ("select", "playout", "update"))
+    workers = cfg.nodes * prof.node.ranks_per_node * prof.node.workers_per_rank
+    pkgs_per_sim = 6.0 if cfg.algo in ("treesplit", "tds") else 3.0
+    total = (cfg.seconds + cfg.warmup_s) * workers / max(seq, 1e-9) * pkgs_per_sim
+    return total * WALL_PER_PACKAGE[cfg.fidelity]
+
+
+def run(p: Prepared, progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+    """Run a prepared world; returns the summary (sim/summary.py) plus run facts."""
+    from sim.summary import summarize
+
+    cfg = p.cfg
+    world = p.world
+    res = world.run(cfg.seconds, warmup=cfg.warmup_s, progress=progress)
+    res.extra["warmup"] = cfg.warmup_s
+    loop_times = [getattr(r, "loop_time", getattr(r, "loop", 0.0)) for r in world.ranks]
+    summary = summarize(res, loop_times)
+    summary.update({"algo": cfg.algo, "profile": p.profile.name, "fidelity": cfg.fidelity, "nodes": cfg.nodes,
+                    "bcast_nodes": world.cluster.bcast_nodes, "game": cfg.game})
+    if cfg.drain:
+        t0 = time.perf_counter()
+        summary["drain"] = world.drain()
+        summary["wall_s"] += time.perf_counter() - t0
+    if p.writer is not None:
+        p.writer.close(t_end=summary["drain"]["t_quiet"] if cfg.drain else res.t_end)
+        summary["trace"] = str(Path(cfg.trace))
+    return summary
+
+
+def simulate(cfg: SimConfig, progress: Callable[[float], None] | None = None,
+             profile: Profile | None = None) -> dict[str, Any]:
+    return run(prepare(cfg, profile), progress)

@@ -1,0 +1,477 @@
+"""The statistical fidelity: the same cluster model, one event per simulation, for fast sweeps at scale.
+
+Nothing here runs a role. What a simulation does comes from a Workload (sim/workload.py): how many in-tree
+steps land on nodes that are not duplicated (each owned by a rank drawn uniformly, since ownership by hash
+is uniform), whether it expands, how many synchronisations it triggers. Costs and sizes come from the same
+machine profile and the network is the same LogGP model with a NIC per node.
+
+When a simulation starts, its whole path is booked at once on capacity timelines (sim/timeline.py): each
+rank's C-1 workers, each IO core and each node's NIC (send and receive side) is a pool whose used capacity
+is kept per time bin, so work can be booked ahead and out of order. A simulation's select steps, hops
+(MOVE), expansion, playout (forwarded as PLAYOUT_FWD when the rank's workers are booked too far ahead,
+seed 000 4.2.5), UPDATEs and the origin's final update are booked in order; the only event is its end,
+which starts the next simulation of its origin rank (S_par stays constant).
+
+The IO core: a message waits for the loop to notice it (a random phase of an iteration) and for the
+iteration that handles it, whose length is poll_base + poll_per_peer * peers stretched by the IO core's
+recent load; its handling (LogGP o, dispatch, bytes, statistics intake) is booked on the IO core's pool.
+Polling costs latency, not capacity: a busy loop shares one poll among all the messages it handles.
+
+Broadcast ranks collect SYNCs per window of bcast_delay (by arrival time), merge them per node and
+broadcast origin/dimension, and at each window's end book one `bcast` package and send BCAST to their
+peers (model/topology.py) and one SYNC per client; a search rank takes the rows in (IO intake) and applies
+them in a `sync` package.
+
+Algorithms: treesplit (the root is duplicated, so the first step is at the origin), tds (nothing
+duplicated; the root's owner is rank 0), root (whole simulations at their origin; MERGE to every rank each
+merge_every simulations), leaf (rank 0 selects and updates; JOB/RESULT to the other ranks round robin).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import time
+from typing import Callable
+
+import numpy as np
+
+from sim.distributions import Sampler
+from sim.profile import Profile
+from sim.runtime import Cluster, RunResult, TraceSink
+from sim.timeline import Pool
+from sim.workload import Workload
+
+ALGOS = ("treesplit", "tds", "root", "leaf")
+LOAD_WINDOW = 5e-4  # s: how often each IO core's recent load (for the loop's stretch) is re-estimated
+NIC_BOOK = 1e-6     # s: messages that occupy a NIC for less than this are not booked on it
+
+
+class _Rank:
+    __slots__ = ("rid", "node", "workers", "io", "loop", "iter", "lam", "n_msgs", "poll", "iters", "mark_work",
+                 "mark_msgs", "msgs_out", "bytes_out", "msgs_in", "pkgs", "sims_done", "playouts", "nodes",
+                 "sims_started", "sync_acc", "done_local", "rr", "windows", "merged", "busy_mark")
+
+    def __init__(self, rid: int, node: int, workers: int, loop: float, h: float, h_workers: float):
+        self.rid, self.node = rid, node
+        self.workers = Pool(workers, h_workers) if workers else None
+        self.io = Pool(1, h)
+        self.loop = loop          # one loop iteration with nothing to handle
+        self.iter = loop          # current iteration length (stretched by load)
+        self.lam = 0.0            # recent messages per second through the IO core
+        self.n_msgs = 0
+        self.poll = 0.0           # IO time spent polling in iterations that handled something
+        self.iters = 0.0          # such iterations
+        self.mark_work = 0.0
+        self.mark_msgs = 0
+        self.msgs_out: dict[str, int] = {}
+        self.bytes_out = 0
+        self.msgs_in = 0
+        self.pkgs: dict[str, int] = {}
+        self.sims_done = self.playouts = self.nodes = self.sims_started = 0
+        self.sync_acc = 0.0
+        self.done_local = 0
+        self.rr = 0
+        self.windows: dict[int, list] = {}  # broadcast rank: window -> [fwd {(origin, dim): nodes}, deliver]
+        self.merged = 0
+        self.busy_mark = 0.0
+
+
+class StatWorld:
+    """A cluster simulated by the statistical fidelity; run() gives the same RunResult as sim.runtime.World."""
+
+    def __init__(self, algo: str, profile: Profile, cluster: Cluster, layout, workload: Workload, params,
+                 seed: int = 0, trace_writer=None, sample_rate: float = 1.0, sample_interval: float = 0.01,
+                 bin_width: float = 10e-6, worker_bin_width: float = 50e-6):
+        if algo not in ALGOS:
+            raise ValueError(algo)
+        self.algo, self.profile, self.cluster, self.layout, self.workload = algo, profile, cluster, layout, workload
+        self.params = params
+        M, B = cluster.M, cluster.B
+        self.M, self.B = M, B
+        W = profile.node.workers_per_rank
+        self.workers_per_rank = W
+        self.rng = random.Random(seed)
+        self.samplers = {k: Sampler(d, np.random.default_rng([seed, i]))
+                         for i, (k, d) in enumerate(sorted(profile.costs.items()))}
+        self.remote = Sampler(workload.remote_steps, np.random.default_rng([seed, 99]))
+        self.trace = TraceSink(trace_writer, sample_rate) if trace_writer is not None else None
+        self.sample_interval = sample_interval
+        topo = None
+        if B:
+            from model.topology import Topology
+
+            topo = Topology(B, layout.peers)
+        self.topo = topo
+        io = profile.io
+        node_of = cluster.node_of()
+        self.node_of = node_of
+        self.ranks: list[_Rank] = []
+        for r in range(M + B):
+            if r < M:
+                peers = (M - 1) + (1 if B else 0)
+                self.ranks.append(_Rank(r, node_of[r], W, io.loop_time(peers), bin_width, worker_bin_width))
+            else:
+                peers = len(topo.in_peers(r - M)) + len(layout.clients(r))
+                self.ranks.append(_Rank(r, node_of[r], 0, io.loop_time(peers), bin_width, worker_bin_width))
+        n_nodes = max(node_of) + 1
+        self.nic_tx = [Pool(1, bin_width) for _ in range(n_nodes)]
+        self.nic_rx = [Pool(1, bin_width) for _ in range(n_nodes)]
+        self.clients = {r: layout.clients(r) for r in range(M, M + B)}
+        self.partner = [layout.partner(r) if B else -1 for r in range(M)]
+        self.s_par = max(1, round(W * M * params.overload))
+        self.per_rank = max(1, round(self.s_par / M))
+        self.forward = getattr(params, "forward_playouts", True) and M > 1 and algo in ("treesplit", "tds")
+        c = profile.costs
+        sim_work = c["select"].mean + c["playout"].mean + c["update"].mean
+        # S_par/M simulations per rank keep each worker's queue about `overload` simulations long; a rank
+        # with K times its share waiting is overloaded (4.2.5): forward when the wait is that long
+        self.forward_wait = getattr(params, "balance_k", 1.2) * params.overload * sim_work
+        self.bcast_delay = max(1e-6, float(getattr(params, "bcast_delay", 1e-3)))
+        self.merge_every = int(getattr(params, "merge_every", 256))
+        self.merge_depth = int(getattr(params, "merge_depth", 1))
+        m = profile.message_bytes
+        self.b = {k: m(k) for k in ("MOVE", "UPDATE", "SYNC", "BCAST", "PLAYOUT_FWD", "JOB", "RESULT", "MERGE")}
+        net = profile.network
+        self._o, self._pm, self._pb, self._spb = net.overhead, io.per_message, io.per_byte, io.stats_per_byte
+        self._L, self._g, self._G, self._eager = net.latency, net.gap, net.gap_per_byte, net.eager_threshold
+        self._shmL, self._shmG = net.shm_latency, net.shm_gap_per_byte
+        self.via_io = io.handles_completions
+        self.events: list = []
+        self.seq = 0
+        self.n_events = 0
+        self.now = 0.0
+        self.next_sim = 0
+        self._started = False
+
+    # --- events ------------------------------------------------------------------------------------------
+    def at(self, t: float, fn: Callable, *args) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (t, self.seq, fn, args))
+
+    # --- booking -----------------------------------------------------------------------------------------
+    def work(self, r: _Rank, t: float, cost: float, kind: str, sim_id: int) -> float:
+        """A package on r's workers (or, on a broadcast rank, its only core); returns its end."""
+        pool = r.workers or r.io
+        start, end = pool.book(t, cost)
+        r.pkgs[kind] = r.pkgs.get(kind, 0) + 1
+        tr = self.trace
+        if tr is not None and tr.keep(sim_id):
+            tr.w.package(start, end, r.rid, 0 if r.workers else -1, kind, sim_id)
+        if self.via_io and r.workers:
+            end = self._io(r, end, self._pm)  # the engine: a finished package goes back through the IO core
+        return end
+
+    def _io(self, r: _Rank, t: float, cost: float) -> float:
+        """Input reaches r's IO core at t; it is noticed in the running iteration and handled in the next."""
+        it = r.iter
+        _, done = r.io.book(t + self.rng.random() * it, cost)
+        r.n_msgs += 1
+        # one poll per busy iteration, shared by the k messages such an iteration handles
+        k = r.lam * it
+        if k < 1.0:
+            k = 1.0
+        r.iters += 1.0 / k
+        r.poll += r.loop / k
+        return done + it
+
+    def msg(self, r: _Rank, t: float, dst: int, kind: str, nbytes: int, sim_id: int = -1,
+            stats: bool = False) -> float:
+        """r's worker hands a message to r's IO core at t; returns when dst's IO core has handled it."""
+        pb = self._pb
+        base = self._o + self._pm
+        t_send = self._io(r, t, base + nbytes * pb)
+        a, b = r.node, self.node_of[dst]
+        if a == b:
+            t_arr = t_send + self._shmL + nbytes * self._shmG
+        else:
+            if nbytes > self._eager:
+                t_send += 2.0 * (self._L + 2.0 * self._o)
+            ser = nbytes * self._G
+            if ser < NIC_BOOK:
+                # a small message occupies the NIC for far less than anything else takes: uncontended
+                t_arr = t_send + self._L + ser
+            else:
+                occ = ser if ser > self._g else self._g
+                inject, _ = self.nic_tx[a].book(t_send, occ)
+                at_rx, _ = self.nic_rx[b].book(inject + self._L, occ)
+                t_arr = at_rx + ser
+        r.msgs_out[kind] = r.msgs_out.get(kind, 0) + 1
+        r.bytes_out += nbytes
+        tr = self.trace
+        if tr is not None and tr.keep_msg(sim_id):
+            tr.w.message(t_send, t_arr, r.rid, dst, kind, nbytes, sim_id)
+        d = self.ranks[dst]
+        d.msgs_in += 1
+        return self._io(d, t_arr, base + nbytes * (pb + (self._spb if stats else 0.0)))
+
+    # --- simulations -------------------------------------------------------------------------------------
+    def start_sim(self, origin: int) -> None:
+        r = self.ranks[origin]
+        sid = self.next_sim
+        self.next_sim += 1
+        r.sims_started += 1
+        t = self.now
+        if self.algo in ("treesplit", "tds"):
+            self._treesplit_sim(r, t, sid)
+        elif self.algo == "root":
+            self._root_sim(r, t, sid)
+        else:
+            self._leaf_sim(r, t, sid)
+
+    def _treesplit_sim(self, origin: _Rank, t: float, sid: int) -> None:
+        M = self.M
+        rnd = self.rng.random
+        s = self.samplers
+        ranks = self.ranks
+        cur = origin.rid if self.algo == "treesplit" else 0
+        plan = [cur]
+        steps = {cur}
+        for _ in range(int(self.remote.next() + 0.5)):
+            nxt = int(rnd() * M)
+            if nxt != cur:
+                plan.append(nxt)
+                cur = nxt
+            steps.add(nxt)
+        steps.add(origin.rid)  # the origin hears the result: it counts the simulation done
+        r = origin
+        if plan[0] != origin.rid:
+            t = self.msg(origin, t, plan[0], "MOVE", self.b["MOVE"], sid)
+            r = ranks[plan[0]]
+        last = len(plan) - 1
+        for k, rid in enumerate(plan):
+            if k:
+                t = self.msg(r, t, rid, "MOVE", self.b["MOVE"], sid)
+                r = ranks[rid]
+            t = self.work(r, t, s["select"].next(), "select", sid)
+            if k < last:
+                continue
+            if rnd() < self.workload.expands_per_sim:
+                t = self.work(r, t, s["expand"].next(), "expand", sid)
+        if self.forward:
+            start, _ = r.workers.book(t, 0.0)
+            if start - t > self.forward_wait:
+                dst = int(rnd() * (M - 1))
+                dst += dst >= r.rid
+                t = self.msg(r, t, dst, "PLAYOUT_FWD", self.b["PLAYOUT_FWD"], sid)
+                r = ranks[dst]
+        t = self.work(r, t, s["playout"].next(), "playout", sid)
+        r.playouts += 1
+        t_done = t
+        for d in steps:
+            if d == r.rid:
+                end = self.work(r, t, s["update"].next(), "update", sid)
+            else:
+                t_in = self.msg(r, t, d, "UPDATE", self.b["UPDATE"], sid)
+                end = self.work(ranks[d], t_in, s["update"].next(), "update", sid)
+            if d == origin.rid:
+                t_done = end
+        self.at(t_done, self._sim_done, origin)
+
+    def _sim_done(self, r: _Rank) -> None:
+        t = self.now
+        r.sims_done += 1
+        w = self.workload
+        n = w.nodes_per_sim
+        r.nodes += int(n) + (1 if self.rng.random() < n - int(n) else 0)
+        r.sync_acc += w.syncs_per_sim
+        if r.sync_acc >= 1.0:
+            k = int(r.sync_acc)
+            r.sync_acc -= k
+            self._send_syncs(r, t, k)
+        self.start_sim(r.rid)
+
+    def _dup_node(self) -> int:
+        u = self.rng.random()  # a few near-root nodes take most synchronisations
+        return int(self.workload.dup_nodes * u * u)
+
+    def _send_syncs(self, r: _Rank, t: float, k: int) -> None:
+        """k shared nodes reached their sync threshold: a sync package, then one SYNC with their rows."""
+        end = self.work(r, t, self.samplers["sync"].next(), "sync", -1)
+        nodes = [self._dup_node() for _ in range(k)]
+        nb = self.b["SYNC"] * k
+        if self.B:
+            dst = self.partner[r.rid]
+            t_in = self.msg(r, end, dst, "SYNC", nb, stats=True)
+            self._register(self.ranks[dst], t_in, nodes, dst - self.M, self.topo.n)
+        else:
+            for d in range(self.M):
+                if d != r.rid:
+                    t_in = self.msg(r, end, d, "SYNC", nb, stats=True)
+                    self.work(self.ranks[d], t_in, self.samplers["sync"].next(), "sync", -1)
+
+    def _register(self, br: _Rank, t: float, nodes, origin: int, dim: int) -> None:
+        """Rows reach a broadcast rank at t: they wait in the window that ends after t."""
+        w = int(t / self.bcast_delay)
+        win = br.windows.get(w)
+        if win is None:
+            win = br.windows[w] = [{}, set()]
+        if self.topo.forwards(origin, br.rid - self.M, dim):
+            win[0].setdefault((origin, dim), set()).update(nodes)
+        before = len(win[1])
+        win[1].update(nodes)
+        br.merged += before + len(nodes) - len(win[1])
+
+    def _flush(self, rid: int) -> None:
+        """The end of a broadcast rank's window: merge, then forward to peers and deliver to clients."""
+        br = self.ranks[rid]
+        t = self.now
+        w = int(round(t / self.bcast_delay)) - 1
+        self.at(t + self.bcast_delay, self._flush, rid)
+        win = br.windows.pop(w, None)
+        if win is None:
+            return
+        fwd, deliver = win
+        end = self.work(br, t, self.samplers["bcast"].next(), "bcast", -1)
+        b = rid - self.M
+        for (origin, dim), nodes in fwd.items():
+            nb = self.b["BCAST"] * len(nodes)
+            for dst, d in self.topo.forwards(origin, b, dim):
+                t_in = self.msg(br, end, self.M + dst, "BCAST", nb, stats=True)
+                self._register(self.ranks[self.M + dst], t_in, nodes, origin, d)
+        if deliver:
+            nb = self.b["SYNC"] * len(deliver)
+            for c in self.clients[rid]:
+                t_in = self.msg(br, end, c, "SYNC", nb, stats=True)
+                self.work(self.ranks[c], t_in, self.samplers["sync"].next(), "sync", -1)
+
+    def _root_sim(self, r: _Rank, t: float, sid: int) -> None:
+        s = self.samplers
+        t = self.work(r, t, s["select"].next(), "select", sid)
+        if self.rng.random() < self.workload.expands_per_sim:
+            t = self.work(r, t, s["expand"].next(), "expand", sid)
+        t = self.work(r, t, s["playout"].next(), "playout", sid)
+        r.playouts += 1
+        t = self.work(r, t, s["update"].next(), "update", sid)
+        self.at(t, self._root_done, r)
+
+    def _root_done(self, r: _Rank) -> None:
+        r.sims_done += 1
+        r.nodes += 1
+        r.done_local += 1
+        if self.M > 1 and r.done_local % self.merge_every == 0:
+            nb = self.b["MERGE"] * self.merge_depth
+            for d in range(self.M):
+                if d != r.rid:
+                    t_in = self.msg(r, self.now, d, "MERGE", nb, stats=True)
+                    self.work(self.ranks[d], t_in, self.samplers["sync"].next(), "sync", -1)
+        self.start_sim(r.rid)
+
+    def _leaf_sim(self, master: _Rank, t: float, sid: int) -> None:
+        s = self.samplers
+        t = self.work(master, t, s["select"].next(), "select", sid)
+        if self.rng.random() < self.workload.expands_per_sim:
+            t = self.work(master, t, s["expand"].next(), "expand", sid)
+        if self.M == 1:
+            t = self.work(master, t, s["playout"].next(), "playout", sid)
+            master.playouts += 1
+        else:
+            master.rr = master.rr % (self.M - 1) + 1
+            wr = self.ranks[master.rr]
+            t = self.msg(master, t, wr.rid, "JOB", self.b["JOB"], sid)
+            t = self.work(wr, t, s["playout"].next(), "playout", sid)
+            wr.playouts += 1
+            t = self.msg(wr, t, 0, "RESULT", self.b["RESULT"], sid)
+        t = self.work(master, t, s["update"].next(), "update", sid)
+        self.at(t, self._leaf_done, master)
+
+    def _leaf_done(self, r: _Rank) -> None:
+        r.sims_done += 1
+        r.nodes += 1
+        self.start_sim(0)
+
+    # --- upkeep ------------------------------------------------------------------------------------------
+    def _load(self) -> None:
+        """Re-estimate each IO core's load: the loop stretches as its handling work nears the whole core."""
+        t = self.now
+        self.at(t + LOAD_WINDOW, self._load)
+        for r in self.ranks:
+            work = r.io.booked
+            rho = min(0.95, (work - r.mark_work) / LOAD_WINDOW)
+            r.lam = (r.n_msgs - r.mark_msgs) / LOAD_WINDOW
+            r.mark_work, r.mark_msgs = work, r.n_msgs
+            r.iter = r.loop / (1.0 - rho)
+            r.io.trim(t)
+            if r.workers:
+                r.workers.trim(t)
+        for p in self.nic_tx + self.nic_rx:
+            p.trim(t)
+
+    def _sample(self) -> None:
+        t = self.now
+        w = self.trace.w
+        dt = self.sample_interval
+        for r in self.ranks:
+            pool = r.workers or r.io
+            b = pool.used_until(t)
+            busy = (b - r.busy_mark) / ((pool.cap / pool.h) * dt)
+            r.busy_mark = b
+            backlog = max(0.0, pool.book(t, 0.0)[0] - t)  # how far ahead the pool is booked
+            qlen = int(backlog / max(self.samplers["select"].dist.mean, 1e-9))
+            w.sample(t, r.rid, qlen, min(1.0, max(0.0, busy)), r.sims_done, r.playouts, r.nodes,
+                     self.workload.dup_nodes if (self.algo == "treesplit" and r.rid < self.M) else 0)
+        self.at(t + dt, self._sample)
+
+    def _start(self) -> None:
+        if self.algo == "leaf":
+            for _ in range(self.s_par):
+                self.at(0.0, self.start_sim, 0)
+        else:
+            for r in range(self.M):
+                for _ in range(self.per_rank):
+                    self.at(0.0, self.start_sim, r)
+        for rid in range(self.M, self.M + self.B):
+            self.at(self.bcast_delay, self._flush, rid)
+        self.at(LOAD_WINDOW, self._load)
+        if self.trace is not None:
+            self.at(self.sample_interval, self._sample)
+        self._started = True
+
+    def counters(self) -> list[tuple]:
+        return [(r.sims_done, r.playouts, r.nodes, 0) for r in self.ranks]
+
+    def stats_snapshot(self) -> list[dict]:
+        t = self.now
+        out = []
+        for r in self.ranks:
+            io_used = r.io.used_until(t)
+            busy = r.workers.used_until(t) if r.workers else io_used
+            out.append({"msgs_out": dict(r.msgs_out), "bytes_out": r.bytes_out, "msgs_in": r.msgs_in,
+                        "busy": busy, "io_busy": io_used + r.poll, "io_loops": r.iters,
+                        "io_loop_time": io_used + r.poll, "pkgs": dict(r.pkgs)})
+        return out
+
+    def _run_until(self, t_end: float) -> None:
+        ev = self.events
+        pop = heapq.heappop
+        n = 0
+        while ev and ev[0][0] <= t_end:
+            t, _, fn, args = pop(ev)
+            self.now = t
+            fn(*args)
+            n += 1
+        self.n_events += n
+        self.now = t_end
+
+    def run(self, seconds: float, warmup: float = 0.0, progress: Callable[[float], None] | None = None,
+            chunks: int = 100) -> RunResult:
+        if not self._started:
+            self._start()
+        wall0 = time.perf_counter()
+        t_begin = self.now
+        t_meas = t_begin + warmup
+        total = warmup + seconds
+        c0 = s0 = None
+        if warmup <= 0:
+            c0, s0 = self.counters(), self.stats_snapshot()
+        for i in range(1, chunks + 1):
+            target = t_begin + total * i / chunks
+            if c0 is None and target > t_meas:
+                self._run_until(t_meas)
+                c0, s0 = self.counters(), self.stats_snapshot()
+            self._run_until(target)
+            if progress:
+                progress(self.now - t_begin)
+        return RunResult(self.cluster, self.workers_per_rank, t_meas, self.now, c0, self.counters(), s0,
+                         self.stats_snapshot(), self.n_events, time.perf_counter() - wall0)

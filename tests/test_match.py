@@ -1,0 +1,206 @@
+"""The match referee and runner: faults, timeouts, outputs, and full games against GNU Go."""
+
+import csv
+import json
+import sys
+import textwrap
+import time
+
+import pytest
+from sgfmill import sgf
+
+from engine.gtp import GtpEngine
+from engine.gtp_client import GtpLocal, GtpProcess, GtpReply, parse_reply, resolve_command
+from engine.match import BLACK, WHITE, MatchConfig, Referee, parse_score, run_match
+from model.errors import ConfigError, UserError
+from test_gtp import RandomPlayer
+
+from conftest import ROOT
+
+
+def local(seed=0, **kw):
+    return GtpLocal(GtpEngine(RandomPlayer(seed, **kw), size=9, komi=7.0), name=f"random{seed}")
+
+
+class Scripted:
+    """An endpoint that answers genmove from a list and accepts everything else (or refuses `play`)."""
+
+    name = "scripted"
+
+    def __init__(self, moves, refuse_play=False):
+        self.moves = list(moves)
+        self.refuse_play = refuse_play
+        self.sent = []
+
+    def send(self, command, timeout=None):
+        self.sent.append(command)
+        if command.startswith("genmove"):
+            return parse_reply(self.moves.pop(0))
+        if command.startswith("play") and self.refuse_play:
+            return GtpReply(False, "illegal move")
+        if command.startswith("known_command"):
+            return GtpReply(True, "false")
+        return GtpReply(True, "")
+
+    def close(self):
+        pass
+
+
+def referee(black, white, checker=None, cap=60, timeout=10.0):
+    return Referee(black, white, checker=checker, size=9, komi=7.0, move_cap=cap, timeout=timeout)
+
+
+def test_parse_score_and_reply():
+    assert parse_score("B+3.5") == 3.5 and parse_score("W+12") == -12 and parse_score("0") == 0
+    assert parse_score("W+R") is None and parse_score("?") is None
+    assert parse_reply("=12 D4\n\n") == GtpReply(True, "D4")
+    assert parse_reply("? illegal move") == GtpReply(False, "illegal move")
+
+
+def test_random_game_reaches_the_move_cap_and_is_scored():
+    res = referee(local(1), local(2), cap=40).play()
+    assert res.reason == "move cap" and res.moves == 40
+    assert res.score is not None and res.winner in (BLACK, WHITE, None)
+    assert res.scores_agree is None  # no checker
+
+
+def test_two_passes_end_the_game():
+    res = referee(Scripted(["= E5", "= pass"]), Scripted(["= pass"])).play()
+    assert res.reason == "score" and res.moves == 3 and res.score == 81 - 7 and res.winner == BLACK
+    assert res.result == "B+74"
+
+
+def test_illegal_move_loses_and_is_recorded():
+    res = referee(Scripted(["= E5", "= C3"]), Scripted(["= E5"])).play()
+    assert res.reason == "illegal" and res.winner == BLACK and res.detail.startswith("W: E5")
+    assert res.result == "B+F"
+
+
+def test_unreadable_move_failed_genmove_and_resign():
+    res = referee(Scripted(["= Z99"]), Scripted([])).play()
+    assert res.reason == "bad move" and res.winner == WHITE
+    res = referee(Scripted(["= E5"]), Scripted(["? out of memory"])).play()
+    assert res.reason == "genmove failed" and res.winner == BLACK and "out of memory" in res.detail
+    res = referee(Scripted(["= E5"]), Scripted(["= resign"])).play()
+    assert res.reason == "resign" and res.winner == BLACK and res.result == "B+R"
+
+
+def test_refused_move_voids_the_game():
+    res = referee(Scripted(["= E5"]), Scripted([], refuse_play=True)).play()
+    assert res.reason == "void" and res.winner == -1 and res.outcome() == "void"
+
+
+def test_scores_disagreement_starts_cleanup_once():
+    # The checker says White wins although Tromp-Taylor gives Black the board: play resumes once,
+    # then the disagreement is recorded.
+    checker = Scripted([])
+    checker.send = lambda c, timeout=None: GtpReply(True, "W+10") if c == "final_score" else GtpReply(True, "")
+    res = referee(Scripted(["= E5", "= pass", "= pass"]), Scripted(["= pass", "= pass"]), checker=checker).play()
+    assert res.cleanup and res.reason == "score" and res.moves == 5
+    assert res.scores_agree is False and res.winners_agree is False
+
+
+def _hanging_engine(tmp_path):
+    script = tmp_path / "hang.py"
+    script.write_text("import sys, time\nfor line in sys.stdin:\n    time.sleep(60)\n")
+    return f"{sys.executable} {script}"
+
+
+def test_timeout_forfeits_and_the_process_is_killed(tmp_path):
+    with GtpProcess(_hanging_engine(tmp_path), timeout=1.0) as hang:
+        t = time.perf_counter()
+        res = referee(local(), hang, timeout=1.0).play()
+        assert res.reason == "timeout" and res.winner == BLACK
+        assert time.perf_counter() - t < 10
+    assert hang.proc.poll() is not None
+
+
+def test_missing_engine_is_a_user_error():
+    with pytest.raises(UserError, match="not found"):
+        resolve_command("no-such-engine-xyz --mode gtp")
+    with pytest.raises(ConfigError, match="games"):
+        MatchConfig(games=0).validate()
+
+
+def _random_engine_script(tmp_path, seed):
+    """A GTP engine in a subprocess: our GtpEngine around the random stand-in player."""
+    script = tmp_path / f"random_engine_{seed}.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]
+        from engine.commands.gtp import serve
+        from engine.gtp import GtpEngine
+        from test_gtp import RandomPlayer
+        serve(GtpEngine(RandomPlayer({seed}), size=9, komi=7), sys.stdin, sys.stdout, sys.stderr)
+    """))
+    return f"{sys.executable} {script}"
+
+
+def test_run_match_writes_sgf_csv_and_summary(tmp_path):
+    cfg = MatchConfig(opponent=_random_engine_script(tmp_path, 5), games=2, board=9, komi=7.0, max_moves=30)
+    out = tmp_path / "out"
+    summary = run_match(cfg, lambda: local(3), out, engine_info={"algo": "random"}, progress=False)
+    assert summary["games_played"] == 2 and summary["reasons"] == {"move cap": 2}
+    st = summary["stats"]
+    assert st["games"] == 2 and st["wins"] + st["losses"] + st["draws"] == 2
+    assert summary["scores_checked"] == 2  # the opponent answered final_score every time
+    rows = list(csv.DictReader(open(out / "games.csv")))
+    assert [r["our_color"] for r in rows] == ["black", "white"]
+    saved = json.loads((out / "summary.json").read_text())
+    assert saved["stats"] == st and "machine" in saved
+    for i, r in enumerate(rows, 1):
+        game = sgf.Sgf_game.from_bytes((out / r["sgf"]).read_bytes())
+        assert game.get_size() == 9 and game.get_komi() == 7.0
+        assert len(game.get_main_sequence()) - 1 == 30 == int(r["moves"])
+        root = game.get_root()
+        assert root.get("RE") == r["result"]
+        assert root.get("PB" if r["our_color"] == "black" else "PW") == "random3"
+
+
+@pytest.mark.gnugo
+def test_gnugo_against_itself_scores_agree():
+    """GNU Go against GNU Go through the referee: after the clean-up phase (if one is needed) our
+    Tromp-Taylor count equals GNU Go's (Chinese rules) in every game."""
+    for seed in (1, 2, 3):
+        cmd = f"gnugo --mode gtp --level 1 --chinese-rules --seed {seed}"
+        with GtpProcess(cmd) as b, GtpProcess(cmd) as w:
+            res = Referee(b, w, checker=w, size=9, komi=7.0, move_cap=243, timeout=60).play()
+        assert res.reason in ("score", "resign"), res
+        if res.reason == "score":
+            assert res.scores_agree and parse_score(res.opponent_score) == res.score, res
+
+
+@pytest.mark.gnugo
+def test_full_game_against_gnugo(tmp_path):
+    """A whole 9x9 game of our engine against GNU Go level 1 through the match runner."""
+    from engine.commands.match import _local_engine
+    from engine.player import PlayerConfig
+
+    cfg = MatchConfig(opponent="gnugo --mode gtp --level 1 --chinese-rules", games=1, board=9, komi=7.0,
+                      move_timeout=60)
+    t = time.perf_counter()
+    summary = run_match(cfg, lambda: _local_engine(PlayerConfig(sims=300, seed=1), 9, 7.0), tmp_path,
+                        progress=False)
+    elapsed = time.perf_counter() - t
+    row = next(csv.DictReader(open(tmp_path / "games.csv")))
+    assert not summary["our_faults"] and not summary["opponent_faults"], summary
+    assert row["reason"] in ("score", "resign"), row
+    if row["reason"] == "score":
+        assert row["scores_agree"] == "True", row
+    assert int(row["moves"]) >= 30  # a whole game, not an early fault
+    seq = sgf.Sgf_game.from_bytes((tmp_path / row["sgf"]).read_bytes()).get_main_sequence()
+    assert len(seq) - 1 == int(row["moves"])
+    assert elapsed < 150
+
+
+@pytest.mark.gnugo
+def test_match_command(run_cli, tmp_path):
+    r = run_cli("match", "--opponent", "gnugo --mode gtp --level 1 --chinese-rules", "--games", "1",
+                "--sims", "50", "--max-moves", "20", "--out", str(tmp_path), "--quiet", timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "1 games (+0 void)" in r.stdout and "win rate" in r.stdout and "Elo" in r.stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["reasons"] == {"move cap": 1} and summary["engine"]["sims"] == 50
+    assert (tmp_path / "games" / "game-0001.sgf").exists()
+    r = run_cli("match", "--opponent", "no-such-engine-xyz", "--games", "1", timeout=120)
+    assert r.returncode == 2 and "not found" in r.stderr and "Traceback" not in r.stderr

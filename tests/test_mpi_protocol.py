@@ -1,0 +1,173 @@
+"""The runtime's pieces that need no MPI: the wire format and the CONTROL protocol (run over a simulated
+network with random delays, where termination must never be declared while work is in flight)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from engine.mpi import control as ctl
+from engine.mpi import wire
+
+
+def test_batch_round_trip():
+    b = wire.Batch()
+    items = [(b"", -1, 0.0), (b"abc", 7, 1.5), (bytes(range(256)) * 3, 1 << 40, 2.25)]
+    for payload, sim, t in items:
+        b.add(payload, sim, t)
+    assert b.count == 3 and b.size == len(b.encode())
+    assert wire.decode(b.encode()) == [(sim, t, payload) for payload, sim, t in items]
+    with pytest.raises(ValueError):
+        wire.decode(b.encode()[:-1])
+
+
+def test_every_kind_has_its_own_tag():
+    assert len(set(wire.KIND_TAG.values())) == len(wire.KIND_TAG)
+    assert min(wire.KIND_TAG.values()) >= wire.TAG_BASE
+
+
+class _Rank:
+    """A rank of the simulated network: tokens (application messages) bounce between ranks, each hop after
+    some work, sometimes splitting in two, until their hop budget is spent."""
+
+    def __init__(self, r, size, net, sims, rng):
+        self.r, self.net, self.rng = r, net, rng
+        self.work = []  # (ready_at, hops_left)
+        self.sent = self.received = self.done_sims = 0
+        self.stopped = self.synced = False
+        self.control = ctl.Control(r, size, sims, None, self.send_control, self.state, self.stop,
+                                   self.sync, lambda: {"rank": r, "sent": []})
+
+    def send_control(self, dst, obj):
+        self.net.send(self.r, dst, "CONTROL", ctl.encode(obj))
+
+    def state(self):
+        return not self.work, self.sent, self.received, self.done_sims
+
+    def stop(self):
+        self.stopped = True
+
+    def sync(self):
+        self.synced = True
+        for dst in range(self.net.size):  # the final sync sends application messages too
+            if dst != self.r:
+                self.sent += 1
+                self.net.send(self.r, dst, "APP", -1)  # statistics only: no work follows
+
+    def step(self, now):
+        ready = [w for w in self.work if w[0] <= now]
+        self.work = [w for w in self.work if w[0] > now]
+        for _, hops in ready:
+            if hops == 0:
+                self.done_sims += 1
+                if not self.stopped:
+                    self.work.append((now + self.rng.random() * 0.0003, self.rng.randrange(40)))
+                continue
+            # a token may fan out (as a playout's UPDATEs or a SYNC's broadcasts do)
+            for _ in range(2 if self.rng.random() < 0.3 else 1):
+                self.sent += 1
+                self.net.send(self.r, self.rng.randrange(self.net.size), "APP", (hops - 1) // 2)
+        self.control.tick(now)
+
+    def deliver(self, src, kind, payload, now):
+        if kind == "CONTROL":
+            self.control.on_message(src, payload, now)
+        else:
+            self.received += 1
+            if payload >= 0:
+                self.work.append((now + self.rng.random() * 0.0003, payload))
+
+
+class _Net:
+    def __init__(self, size, rng):
+        self.size, self.rng = size, rng
+        self.links = {}  # (src, dst) -> FIFO of (arrival, kind, payload): MPI's non-overtaking order
+        self.now = 0.0
+
+    def send(self, src, dst, kind, payload):
+        q = self.links.setdefault((src, dst), [])
+        last = q[-1][0] if q else self.now
+        q.append((max(last, self.now + self.rng.random() * 0.004), kind, payload))
+
+    def in_flight(self, search_only=False):
+        return sum(1 for q in self.links.values() for m in q if m[1] == "APP" and (m[2] >= 0 or not search_only))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_termination_is_never_premature(seed):
+    rng = random.Random(seed)
+    size = rng.choice([1, 2, 3, 5, 8, 12])
+    net = _Net(size, rng)
+    ranks = [_Rank(r, size, net, sims=200, rng=random.Random(seed * 100 + r)) for r in range(size)]
+    for rk in ranks:
+        rk.work = [(0.0, rng.randrange(40)) for _ in range(16)]
+    finished_at = None
+    while net.now < 60:
+        net.now += 0.0002
+        for (src, dst), q in net.links.items():
+            while q and q[0][0] <= net.now:
+                _, kind, payload = q.pop(0)
+                ranks[dst].deliver(src, kind, payload, net.now)
+        for rk in ranks:
+            if not rk.control.done:
+                rk.step(net.now)
+        c0 = ranks[0].control
+        if c0.phase in (ctl.SYNC, ctl.FINISH, ctl.DONE):
+            # the drain was declared over: nothing of the search may be left anywhere
+            assert all(not rk.work for rk in ranks) and net.in_flight(search_only=True) == 0
+        if c0.phase in (ctl.FINISH, ctl.DONE):
+            assert net.in_flight() == 0 and all(not rk.work for rk in ranks)
+            assert all(rk.synced for rk in ranks)
+            assert sum(rk.sent for rk in ranks) == sum(rk.received for rk in ranks)
+        if all(rk.control.done for rk in ranks):
+            finished_at = net.now
+            break
+    assert finished_at is not None, "the protocol did not finish"
+    assert sum(rk.done_sims for rk in ranks) >= 200
+    assert set(ranks[0].control.reports) == set(range(size))
+
+
+def test_a_wave_that_straddles_a_message_chain_does_not_end_the_drain():
+    """The classic trap of counting termination tests: rank 0 answers idle, then receives m0 from rank 1
+    (counted by rank 1, which answers after sending it) and sends m1 and m2 to rank 2, which answers after
+    receiving m1. That wave's totals agree (1 sent, 1 received) and everyone answered idle, yet m2 is in
+    flight. A second, identical wave is what the protocol must wait for."""
+    outbox = []  # (src, dst, payload) CONTROL messages not yet delivered
+    counts = {r: [0, 0] for r in range(3)}  # app messages sent, received
+
+    def make(r):
+        return ctl.Control(r, 3, sims=1, seconds=None, send=lambda dst, obj: outbox.append((r, dst, obj)),
+                           rank_state=lambda: (True, counts[r][0], counts[r][1], 1), stop_role=lambda: None,
+                           final_sync=lambda: None, report=lambda: {"rank": r, "sent": []})
+
+    c = [make(r) for r in range(3)]
+
+    def deliver(dst, op=None):
+        for i, (src, d, obj) in enumerate(outbox):
+            if d == dst and (op is None or obj["op"] == op):
+                outbox.pop(i)
+                c[dst].on_message(src, ctl.encode(obj), 1.0)
+                return obj
+        raise AssertionError(f"nothing for rank {dst}")
+
+    c[0].tick(0.5)  # budget reached: STOP
+    deliver(1, "STOP"), deliver(2, "STOP")
+    c[0].tick(0.6)  # wave 1: rank 0 answers itself (idle, 0 sent, 0 received)
+    assert c[0].phase == ctl.DRAIN and c[0].wave == 1
+    counts[1][0] += 1  # rank 1 sends m0 to rank 0 ...
+    deliver(1, "PROBE")  # ... then answers (idle, 1, 0)
+    counts[0][1] += 1  # rank 0 receives m0
+    counts[0][0] += 2  # and sends m1, m2 to rank 2
+    counts[2][1] += 1  # rank 2 receives m1 ...
+    deliver(2, "PROBE")  # ... then answers (idle, 0, 1); m2 is still in flight
+    deliver(0, "REPLY"), deliver(0, "REPLY")
+    assert c[0].phase == ctl.DRAIN  # totals 1 == 1 and all idle, but not twice: keep draining
+    c[0].tick(2.0)  # wave 2 sees 3 sent, 2 received
+    deliver(1, "PROBE"), deliver(2, "PROBE"), deliver(0, "REPLY"), deliver(0, "REPLY")
+    assert c[0].phase == ctl.DRAIN
+    counts[2][1] += 1  # m2 arrives
+    for t in (3.0, 4.0):
+        c[0].tick(t)
+        deliver(1, "PROBE"), deliver(2, "PROBE"), deliver(0, "REPLY"), deliver(0, "REPLY")
+    assert c[0].phase == ctl.SYNC  # two identical quiet waves: now the drain is over

@@ -1,0 +1,142 @@
+"""`treesplit search` with the real MPI algorithms (model/roles hosted by engine/mpi) under mpiexec:
+a legal move on the P-game and on 9x9 Go, nothing lost or doubled (checked against the trace), a clean
+exit, and the search run inside an mpiexec the user started."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, mpiexec, treesplit_cmd
+from model import game
+from model.game import make_game
+from model.trace import read_trace
+
+CASES = {
+    # name: (game args, ranks, bcast ranks, threads, algorithm)
+    "pgame-2x2": (["--game", "pgame", "--branching", "4", "--depth", "8"], 2, 0, 2, "treesplit"),
+    "go9-2+1": (["--game", "go", "--board", "9"], 2, 1, 2, "treesplit"),
+    "go9-4+1-inline": (["--game", "go", "--board", "9"], 4, 1, 1, "treesplit"),
+    "pgame-4+1": (["--game", "pgame", "--branching", "4", "--depth", "8"], 4, 1, 1, "treesplit"),
+    "go9-tds-2": (["--game", "go", "--board", "9"], 2, 0, 2, "tds"),
+}
+
+
+def _legal(args: list[str]) -> set[int]:
+    if "pgame" in args:
+        g, s = make_game("pgame", branching=4, depth=8)
+    else:
+        g, s = make_game("go", size=9, komi=7.0)
+    out = np.empty(int(game.n_actions(g)), np.int64)
+    return set(out[: int(game.legal_actions(g, s, out))].tolist())
+
+
+def _alive(tmp_path: Path) -> list[int]:
+    """Rank processes (engine.mpi.main or .session) started by a test with TMPDIR=tmp_path."""
+    pids, mark = [], f"TMPDIR={tmp_path}".encode()
+    for proc in Path("/proc").iterdir():
+        try:
+            args = (proc / "cmdline").read_bytes()
+            if b"engine.mpi" in args and mark in (proc / "environ").read_bytes().split(b"\0"):
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_search_returns_a_legal_move_and_loses_nothing(case, tmp_path, run_cli):
+    game_args, ranks, bcast, threads, algo = CASES[case]
+    trace = tmp_path / "trace"
+    sims = 400
+    params = ["--param", "n_dup=24"] if algo == "treesplit" else []
+    r = run_cli("search", "--algo", algo, *game_args, "--ranks", str(ranks), "--bcast-ranks", str(bcast),
+                "--threads", str(threads), "--sims", str(sims), "--trace", str(trace), *params, "--json",
+                timeout=200, env={"TMPDIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["move"] in _legal(game_args)
+    # the budget is spent exactly, and every simulation reached the root once on every rank
+    assert res["sims"] == sims
+    assert res["root_visits"] == sims
+    # treesplit shares the root from the start; under tds its owner alone holds it
+    assert res["root_visits_by_rank"] == [sims] * (ranks if algo == "treesplit" else 1)
+    assert res.get("dup_consistent", True)
+    if algo == "treesplit" and ranks > 1:
+        assert res["messages_by_kind"].get("DUP", {}).get("count", 0) > 0  # n_dup=24: nodes were shared
+    if bcast:
+        assert res["messages_by_kind"]["BCAST" if bcast > 1 else "SYNC"]["count"] > 0
+    t = read_trace(trace)
+    sent = {}
+    for src, dst, kind, count, _ in t.meta["extra"]["messages_sent"]:
+        sent[(src, dst, kind)] = sent.get((src, dst, kind), 0) + count
+    got = t.messages.groupby(["src", "dst", "kind"], observed=True).size().to_dict()
+    assert got == sent  # every message sent was received once
+    playouts = t.packages[t.packages.kind == "playout"]
+    assert playouts.sim_id.is_unique and len(playouts) == res["playouts"] <= sims
+    assert len(t.tree) > 1 and t.tree["visits"].iloc[0] == sims  # the snapshot starts at the root
+    assert set(t.samples["rank"]) == set(range(ranks + bcast))
+    assert not _alive(tmp_path)  # every rank is gone
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(240)
+def test_search_inside_a_user_started_mpiexec(tmp_path):
+    """Under `mpiexec -n 3 treesplit search ...` every process is a rank; only rank 0 prints."""
+    cmd = [mpiexec(), "-n", "3", *treesplit_cmd(), "search", "--algo", "treesplit", "--ranks", "2",
+           "--bcast-ranks", "1", "--sims", "300", "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=200, cwd=ROOT,
+                       env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert r.returncode == 0, r.stderr
+    lines = [line for line in r.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1
+    res = json.loads(lines[0])
+    assert res["sims"] == 300 and res["root_visits"] == 300 and res["move"] >= 0
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_wrong_world_size_is_a_clear_error(tmp_path):
+    cmd = [mpiexec(), "-n", "2", *treesplit_cmd(), "search", "--algo", "treesplit", "--ranks", "2",
+           "--bcast-ranks", "1", "--sims", "100"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=100, cwd=ROOT)
+    assert r.returncode != 0
+    assert "the MPI job has 2 ranks but the search needs 3" in r.stderr
+
+
+def test_bad_parameters_fail_before_any_rank_starts(run_cli):
+    r = run_cli("search", "--algo", "treesplit", "--ranks", "2", "--sims", "10", "--param", "n_dupp=3")
+    assert r.returncode == 2 and "n_dupp" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("search", "--algo", "tds", "--ranks", "2", "--bcast-ranks", "1", "--sims", "10")
+    assert r.returncode == 2 and "broadcast" in r.stderr
+
+
+def _gtp_moves(stdout: str) -> list[str]:
+    return [line[2:].strip() for line in stdout.splitlines() if line.startswith("= ") and line[2:].strip()]
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("inside", [False, True], ids=["launcher", "user-mpiexec"])
+def test_gtp_player_keeps_one_mpi_session_across_moves(inside, tmp_path):
+    """The Player's MPI searcher runs every genmove in one session; inside a user-started mpiexec only
+    rank 0 speaks GTP and the other ranks serve until it quits."""
+    script = "boardsize 9\nclear_board\ngenmove b\nplay w E5\ngenmove b\ngenmove w\nquit\n"
+    cmd = [*treesplit_cmd(), "gtp", "--algo", "treesplit", "--ranks", "2", "--threads", "1", "--sims", "200"]
+    if inside:
+        cmd = [mpiexec(), "-n", "2", *cmd]
+    r = subprocess.run(cmd, input=script, capture_output=True, text=True, timeout=200, cwd=ROOT,
+                       env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert r.returncode == 0, r.stderr
+    moves = _gtp_moves(r.stdout)
+    assert len(moves) == 3 and "E5" not in moves[1:]
+    cols = "ABCDEFGHJ"
+    assert all(m == "pass" or (m[0] in cols and 1 <= int(m[1:]) <= 9) for m in moves)
+    assert not _alive(tmp_path)

@@ -1,0 +1,235 @@
+"""UCT-Treesplit and TDS roles on the loopback runtime: nothing lost or doubled, M = 1 is the sequential
+search, stop requests drain cleanly, and the role's single transitions."""
+
+import numpy as np
+import pytest
+
+from model import game
+from model.game import make_game
+from model.rng import new_rng
+from model.roles import Layout, Setup, make_role, make_roles
+from model.roles.base import EXPAND, PLAYOUT, SELECT, SYNC, UPDATE
+from model.roles.invariants import treesplit_problems
+from model.roles.loopback import Loopback
+from model.roles.messages import DUP, MOVE, PLAYOUT_FWD, STEP, Message, Result, Steps
+from model.roles.messages import UPDATE as UPDATE_MSG
+from model.roles.params import TreesplitParams
+from model.roles.steps import ST_MOVE, ST_PLAYOUT
+from model.roles.treesplit import TreesplitSearch
+from model.tt import new_table
+from model.uct import C_SUPERKO, N_COUNTERS, UctParams, history_array, run_simulations
+
+PGAME = dict(branching=4, depth=8, seed=3)
+
+
+GAMES = {"pgame": ("pgame", PGAME, 400), "go9": ("go", dict(size=9, komi=7.0), 400),
+         "go3": ("go", dict(size=3, komi=0.5), 3000)}  # 3x3: tree moves that repeat a position (superko)
+
+
+@pytest.mark.parametrize("which", sorted(GAMES))
+def test_one_rank_builds_the_sequential_tree(which):
+    name, kw, sims = GAMES[which]
+    g, s = make_game(name, **kw)
+    na = int(game.n_actions(g))
+    seed = 7
+    t_seq = new_table(1 << 14, na)
+    counters = np.zeros(N_COUNTERS, np.int64)
+    run_simulations(t_seq, g, s, history_array([game.position_hash(g, s)]), UctParams().to_array(),
+                    new_rng(seed * 1000003), sims, counters)
+    if which == "go3":
+        assert counters[C_SUPERKO] > 0
+    role = TreesplitSearch(0, Layout(1, 0, workers=1), Setup(g, s, sims=sims, seed=seed), UctParams(),
+                           TreesplitParams(overload=1), new_table(1 << 14, na))
+    Loopback([role], seed=seed).run()
+    for f in ("key", "visits", "value", "n_children", "child_move", "child_visits", "child_value",
+              "amaf_visits", "amaf_value", "vloss"):
+        assert np.array_equal(getattr(role.t, f), getattr(t_seq, f)), f
+    assert role.done == sims and int(role.t.visits[role.root_slot]) == sims
+
+
+@pytest.mark.parametrize("M,B,W", [(2, 0, 1), (3, 0, 2), (4, 1, 2), (8, 2, 1), (16, 4, 1)])
+def test_nothing_lost_or_doubled_pgame(M, B, W):
+    g, s = make_game("pgame", **PGAME)
+    lay = Layout(M, B, workers=W)
+    roles = make_roles("treesplit", lay, Setup(g, s, sims=1500, seed=M), {"n_dup": 48, "table_mb": 1})
+    run = Loopback(roles, workers=[W] * M + [1] * B, seed=M, keep=True).run()
+    assert treesplit_problems(roles[:M], run.sent, roles) == []
+    counts = run.message_counts()
+    assert counts[DUP] > 0 and counts["SYNC"] > 0 and counts[MOVE] > 0
+    if B > 1:
+        assert counts["BCAST"] > 0
+    assert sum(r.done for r in roles[:M]) == 1500
+    assert len({tuple(r.root_stats()["child_visits"]) for r in roles[:M]}) == 1
+
+
+@pytest.mark.parametrize("rave", [True, False])
+def test_nothing_lost_or_doubled_go9_serialised(rave):
+    M, B = 4, 1
+    g, s = make_game("go", size=9, komi=7.0)
+    roles = make_roles("treesplit", Layout(M, B, workers=2), Setup(g, s, sims=300, seed=4),
+                       {"n_dup": 4, "table_mb": 16, "rave": rave})
+    run = Loopback(roles, workers=[2] * M + [1], seed=4, keep=True, serialize=True).run()
+    assert treesplit_problems(roles[:M], run.sent, roles) == []
+    assert run.message_counts()[DUP] > 0
+    move = roles[0].best_move()
+    assert 0 <= move < int(game.n_actions(g))
+    assert all(r.best_move() == move for r in roles[:M])
+
+
+def test_tds_duplicates_nothing_and_keeps_the_root_on_its_owner():
+    M = 4
+    g, s = make_game("pgame", **PGAME)
+    roles = make_roles("tds", Layout(M, 0, workers=2), Setup(g, s, sims=800, seed=2), {"table_mb": 1})
+    run = Loopback(roles, workers=2, seed=2, keep=True).run()
+    assert treesplit_problems(roles, run.sent) == []
+    counts = run.message_counts()
+    assert counts[DUP] == 0 and counts["SYNC"] == 0 and counts[MOVE] >= 800 - 200
+    holders = [r for r in roles if r.holds_root()]
+    assert len(holders) == 1 and int(holders[0].t.visits[holders[0].root_slot]) == 800
+    assert [("root" in r.report()) for r in roles].count(True) == 1
+
+
+@pytest.mark.parametrize("stop_after", [300, 2500])
+def test_stop_request_drains_and_synchronises(stop_after):
+    M, B = 4, 1
+    g, s = make_game("pgame", **PGAME)
+    roles = make_roles("treesplit", Layout(M, B, workers=2), Setup(g, s, sims=None, seed=3),
+                       {"n_dup": 32, "table_mb": 1})
+    run = Loopback(roles, workers=[2] * M + [1], seed=3, keep=True).run(stop_after=stop_after)
+    done = sum(r.done for r in roles[:M])
+    assert 0 < done
+    assert treesplit_problems(roles[:M], run.sent, roles) == []
+    assert all(r.idle() and r.finished() for r in roles)
+
+
+def test_checker_catches_a_lost_update():
+    M = 3
+    g, s = make_game("pgame", **PGAME)
+    roles = make_roles("treesplit", Layout(M, 0, workers=1), Setup(g, s, sims=600, seed=1),
+                       {"n_dup": 32, "table_mb": 1})
+    run = Loopback(roles, seed=1, keep=True).run()
+    assert treesplit_problems(roles, run.sent) == []
+    t = roles[1].t
+    live = np.flatnonzero((t.stamp == t.meta[0]) & (t.n_children > 0) & (roles[1].dt.row_of < 0))
+    slot = int(live[np.argmax(t.child_visits[live].sum(axis=1))])
+    j = int(np.argmax(t.child_visits[slot]))
+    t.child_visits[slot, j] -= 1  # one update lost
+    assert any("edge visits" in p for p in treesplit_problems(roles, run.sent))
+    t.child_visits[slot, j] += 1
+    roles[2].t.child_visits[roles[2].root_slot, 0] += 1  # one rank's duplicate drifts
+    assert any("differ" in p for p in treesplit_problems(roles, run.sent))
+
+
+def test_shuffled_delivery_is_deterministic_per_seed():
+    def once(seed):
+        g, s = make_game("pgame", **PGAME)
+        roles = make_roles("treesplit", Layout(4, 1, workers=2), Setup(g, s, sims=400, seed=seed),
+                           {"n_dup": 32, "table_mb": 1})
+        run = Loopback(roles, workers=[2] * 4 + [1], seed=seed).run()
+        return run.messages, roles[0].root_stats()
+
+    assert once(5) == once(5)
+
+
+# --- single transitions ----------------------------------------------------------------------------------------
+
+def _role(rank=1, M=3, B=0, W=1, **params):
+    g, s = make_game("pgame", **PGAME)
+    p = dict(table_mb=1)
+    p.update(params)
+    return make_role("treesplit", rank, Layout(M, B, workers=W), Setup(g, s, sims=10, seed=0), p), g, s
+
+
+def test_start_keeps_overload_times_workers_in_flight():
+    role, _, _ = _role(rank=0, W=2, overload=3)
+    acts = role.start()
+    assert [p.kind for p in acts.pkgs] == [SELECT] * 4  # quota 10 // 3 + 1 (rank 0 < 10 % 3) caps W*O = 6
+    assert role.started == 4 and role.in_flight == 4 and not acts.msgs
+
+
+def test_move_message_becomes_a_select_and_may_leave_as_a_move():
+    role, g, s = _role()
+    role.start()
+    steps = np.zeros(1, STEP)
+    steps[0]["hash"] = game.hash(g, s)
+    steps[0]["action"], steps[0]["rank"], steps[0]["idx"] = 2, 0, 2
+    acts = role.on_message(Message(MOVE, 0, 1, Steps(steps), sim_id=3))
+    assert [p.kind for p in acts.pkgs] == [SELECT] and role.moves_held == 1
+    pkg = acts.pkgs[0]
+    out = role.on_work_done(pkg, (ST_MOVE, 2))
+    assert role.moves_held == 0
+    assert [(m.kind, m.dst, m.sim_id) for m in out.msgs] == [(MOVE, 2, 3)] and not out.pkgs
+
+
+def test_playouts_are_forwarded_only_when_moves_pile_up():
+    role, g, s = _role(W=1, overload=1, balance_k=1.5)
+    role.start()
+    steps = np.zeros(1, STEP)
+    steps[0]["hash"] = game.hash(g, s)
+    sel = [role.on_message(Message(MOVE, 0, 1, Steps(steps), sim_id=3 * k)).pkgs[0] for k in range(3)]
+    assert role.moves_held == 3 > role.balance_limit
+    out = role.on_work_done(sel[0], (ST_PLAYOUT, 0))
+    assert [m.kind for m in out.msgs] == [PLAYOUT_FWD] and out.msgs[0].dst in (0, 2)
+    out = role.on_work_done(sel[1], (ST_PLAYOUT, 0))  # 1 MOVE left: under the limit, playout here
+    assert [p.kind for p in out.pkgs] == [PLAYOUT] and not out.msgs
+
+
+def test_updates_wait_while_a_node_is_being_duplicated():
+    role, g, s = _role()
+    role.start()
+    steps = np.zeros(1, STEP)
+    steps[0]["hash"], steps[0]["rank"], steps[0]["idx"] = game.hash(g, s), 1, 0
+    first = role.on_message(Message(UPDATE_MSG, 0, 1, Result(1.0, steps), sim_id=3)).pkgs[0]
+    assert first.kind == UPDATE and role.updates_running == 1
+    role.to_dup.add(role.root_slot)  # the update found a node to duplicate
+    held = role.on_message(Message(UPDATE_MSG, 2, 1, Result(1.0, steps), sim_id=5))
+    assert not held.pkgs and len(role.held_updates) == 1
+    out = role.on_work_done(first, role.execute(first))  # last running update done -> the DUP snapshot runs
+    assert [p.kind for p in out.pkgs] == [SYNC] and role.dup_running
+    sync = out.pkgs[0]
+    out = role.on_work_done(sync, role.execute(sync))
+    assert [p.kind for p in out.pkgs] == [UPDATE] and not role.held_updates and not role.dup_running
+
+
+def test_expand_then_select_again():
+    role, g, s = _role(rank=0, M=1)
+    acts = role.start()
+    pkg = acts.pkgs[0]
+    res = role.execute(pkg)
+    out = role.on_work_done(pkg, res)
+    assert [p.kind for p in out.pkgs] == [EXPAND] and out.pkgs[0].front
+    e = out.pkgs[0]
+    out = role.on_work_done(e, role.execute(e))
+    assert [p.kind for p in out.pkgs] == [SELECT]
+
+
+def test_tree_snapshot_rows_hang_together():
+    from model.roles.snapshot import tree_rows
+
+    M = 4
+    g, s = make_game("pgame", **PGAME)
+    roles = make_roles("treesplit", Layout(M, 1, workers=2), Setup(g, s, sims=1500, seed=6),
+                       {"n_dup": 64, "table_mb": 1})
+    Loopback(roles, workers=[2] * M + [1], seed=6).run()
+    rows = tree_rows(roles[:M], max_depth=3)
+    assert rows["depth"][0] == 0 and rows["visits"][0] == 1500 and rows["duplicated"][0]
+    assert rows["visits"][rows["depth"] == 1].sum() == 1500
+    hashes = set(rows["hash"].tolist())
+    assert all(p in hashes for p in rows["parent"][1:].tolist()) and rows["depth"].max() == 3
+    assert set(rows["owner"].tolist()) <= set(range(M)) and rows["duplicated"].sum() > 1
+    one = tree_rows(roles[1:2], max_depth=3)  # one rank sees the shared top and its own nodes only
+    assert 1 <= len(one["hash"]) < len(rows["hash"])
+    assert len(tree_rows(roles[:M], max_depth=3, max_nodes=10)["hash"]) == 10
+
+
+def test_a_kept_table_starts_a_new_search():
+    g, s = make_game("pgame", **PGAME)
+    lay = Layout(2, 0, workers=1)
+    tables = [new_table(4096, 4), new_table(4096, 4)]
+    for seed in (1, 2):
+        roles = [make_role("treesplit", r, lay, Setup(g, s, sims=300, seed=seed), {"n_dup": 32}, tables[r])
+                 for r in range(2)]
+        run = Loopback(roles, seed=seed, keep=True).run()
+        # the root is shared afresh; nodes of the first search are still there to reuse
+        assert all(int(r.t.visits[r.root_slot]) == 300 for r in roles)
+        assert all(r.idle() for r in roles) and run.message_counts()[DUP] > 0

@@ -1,0 +1,99 @@
+"""Machine profiles: loading, validation (one message naming the field), distributions, overrides."""
+
+import tomllib
+
+import numpy as np
+import pytest
+
+from model.errors import ConfigError
+from sim.distributions import Sampler, fit_distribution, parse_distribution
+from sim.profile import load_profile, profile_from_dict, shipped_profiles
+
+
+def oculus_dict():
+    return load_profile("oculus").to_toml()
+
+
+def test_shipped_profiles_load():
+    assert {"oculus", "local"} <= set(shipped_profiles())
+    p = load_profile("oculus")
+    assert p.node.cores == 16 and p.node.ranks_per_node == 2 and p.node.workers_per_rank == 7
+    assert p.network.bandwidth_bits == pytest.approx(32e9)  # 4xQDR per node
+    assert p.network.latency < 1e-6                         # sub-microsecond RDMA
+    # ~0.95 ms per sequential 19x19 simulation near move 10, playouts dominating
+    c = p.costs
+    seq = c["select"].mean + c["playout"].mean + c["update"].mean + 0.2 * c["expand"].mean
+    assert 0.85e-3 < seq < 1.05e-3
+    assert c["playout"].mean > 0.7 * seq
+    local = load_profile("local")
+    assert local.network.latency >= 0 and local.costs["playout"].mean > 0
+
+
+@pytest.mark.parametrize("path,value,field", [
+    (("network", "latency"), None, "network.latency: missing"),
+    (("network", "gap_per_byte"), -1e-9, "network.gap_per_byte: must be"),
+    (("io", "poll_per_peer"), -1.0, "io.poll_per_peer: must be"),
+    (("node", "cores"), 1, "node.cores: must be"),
+    (("costs", "playout"), None, "costs.playout: missing"),
+    (("costs", "select"), {"dist": "lognormal", "median": -1.0, "sigma": 0.1}, "costs.select.median: must be >= 0"),
+    (("costs", "update"), {"dist": "lognormal", "median": 1e-6}, "costs.update.sigma: missing"),
+    (("costs", "sync"), {"dist": "gamma"}, "costs.sync.dist: expected one of"),
+    (("messages", "MOVE"), -5, "messages.MOVE: expected a whole number"),
+    (("messages", "BOGUS"), 5, "messages.BOGUS: unknown message kind"),
+])
+def test_bad_profiles_name_the_field(path, value, field):
+    d = oculus_dict()
+    table, key = path
+    if value is None:
+        del d[table][key]
+    else:
+        d[table][key] = value
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        profile_from_dict(d, where="p.toml: ")
+
+
+def test_profile_file_errors(tmp_path):
+    with pytest.raises(ConfigError, match="no such file or shipped profile"):
+        load_profile(tmp_path / "nope.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = = 1")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_profile(bad)
+
+
+def test_save_and_reload_roundtrip(tmp_path):
+    p = load_profile("oculus")
+    q = load_profile(p.save(tmp_path / "copy.toml"))
+    assert q.to_toml() == p.to_toml()
+    assert tomllib.loads((tmp_path / "copy.toml").read_text())["name"] == "oculus"
+
+
+def test_overrides_by_dotted_name():
+    p = load_profile("oculus").with_overrides({"network.latency": "2e-6", "costs.playout.median": "1e-3"})
+    assert p.network.latency == 2e-6 and p.costs["playout"].median == 1e-3
+    with pytest.raises(ConfigError, match="network.nope"):
+        load_profile("oculus").with_overrides({"network.nope": "1"})
+    with pytest.raises(ConfigError, match="network.latency: must be"):
+        load_profile("oculus").with_overrides({"network.latency": "-1"})
+
+
+def test_distributions_sample_their_mean():
+    rng = np.random.default_rng(0)
+    for spec in ({"dist": "const", "value": 3e-6}, {"dist": "lognormal", "median": 1e-4, "sigma": 0.5},
+                 {"dist": "empirical", "quantiles": [1.0, 2.0, 4.0]},
+                 {"dist": "empirical", "quantiles": [1.0, 2.0, 10.0], "probs": [0.0, 0.9, 1.0]}):
+        d = parse_distribution("x", spec)
+        s = Sampler(d, rng, block=1000)
+        draws = np.array([s.next() for _ in range(20000)])
+        assert draws.mean() == pytest.approx(d.mean, rel=0.03)
+        assert draws.min() >= 0
+
+
+def test_fit_keeps_the_mean_despite_a_long_tail():
+    x = np.random.default_rng(1).lognormal(-9, 0.5, 20000)
+    x[:10] = 0.05  # a few descheduled threads
+    d = fit_distribution(x)
+    assert d.mean == pytest.approx(x.mean(), rel=0.05)
+    assert fit_distribution(np.full(10, 2.0)).dist == "const"
+    with pytest.raises(ConfigError, match="probs: must rise"):
+        parse_distribution("x", {"dist": "empirical", "quantiles": [1, 2], "probs": [0.5, 1.0]})

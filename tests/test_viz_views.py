@@ -1,0 +1,245 @@
+"""Each dashboard view's update() on a small hand-made trace gives the expected column data."""
+
+import numpy as np
+import pytest
+from bokeh.models import HelpTool
+from bokeh.plotting import figure as Figure
+
+from model.trace import Meta, TraceWriter, read_trace
+from viz.rundata import RunData
+from viz.views import VIEWS, LoadBalance, MessageTraffic, Overview, Teaching, TreeShape
+from viz.views.common import BAR_LIMIT, RankBars
+
+# 2 search ranks (0, 1) + 1 broadcast rank (2), 2 threads, one simulation (sim 0) hopping 0 -> 1.
+SAMPLES = [  # t, rank, queue_len, busy_frac, sims_done, playouts_done, nodes_stored, nodes_duplicated
+    (0.5, 0, 4, 0.8, 10, 12, 100, 5), (0.5, 1, 2, 0.4, 6, 7, 50, 5), (0.5, 2, 0, 0.1, 0, 0, 0, 0),
+    (1.0, 0, 6, 1.0, 30, 33, 160, 8), (1.0, 1, 0, 0.6, 14, 15, 90, 8), (1.0, 2, 1, 0.3, 0, 0, 0, 0),
+]
+PACKAGES = [  # t_start, t_end, rank, worker, kind, sim_id
+    (0.0, 0.25, 0, 1, "select", 0), (0.1, 0.6, 0, 0, "io", -1), (0.3, 0.4, 1, 1, "select", 0),
+    (0.4, 0.9, 1, 1, "playout", 0), (0.6, 0.7, 2, 0, "bcast", -1), (0.9, 0.95, 1, 1, "update", 0),
+    (0.95, 1.0, 0, 1, "update", 0),
+]
+MESSAGES = [  # t_send, t_recv, src, dst, kind, bytes, sim_id
+    (0.25, 0.3, 0, 1, "MOVE", 48, 0), (0.5, 0.55, 0, 2, "SYNC", 100, -1), (0.6, 0.65, 2, 1, "BCAST", 100, -1),
+    (0.7, 0.75, 1, 0, "PLAYOUT_FWD", 200, 0), (0.8, 0.85, 1, 0, "MOVE", 48, 1), (0.9, 0.95, 1, 0, "UPDATE", 40, 0),
+]
+# root -> A (E5), B (A1); A -> C (pass), D (B2)
+TREE = dict(t=[1.0] * 5, hash=np.array([1, 2, 3, 4, 5], np.uint64), parent=np.array([0, 1, 1, 2, 2], np.uint64),
+            move=[-1, 40, 0, 81, 10], depth=[0, 1, 1, 2, 2], visits=[10, 6, 3, 4, 1], wins=[6.0, 4.0, 1.0, 3.0, 0.0],
+            owner=[0, 1, 0, 1, 0], duplicated=[True, True, False, False, False])
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("trace")
+    meta = Meta(runtime="engine", algo="treesplit", game="go", board=9, ranks={"search": 2, "broadcast": 1},
+                threads=2, machine="test", versions={"treesplit": "test"}, t_end=1.0)
+    with TraceWriter(d, meta) as w:
+        for s in SAMPLES:
+            w.sample(*s)
+        for p in PACKAGES:
+            w.package(*p)
+        for m in MESSAGES:
+            w.message(*m)
+        w.tree(TREE)
+    return RunData.from_trace(read_trace(d))
+
+
+def test_rundata_bins_counters_and_busy(data):
+    assert data.bin_s == 0.5 and data.T == 2 and data.n_ranks == 3
+    np.testing.assert_allclose(data.sims, [16, 28])
+    np.testing.assert_allclose(data.playouts, [19, 29])
+    np.testing.assert_allclose(data.nodes, [145, 97])  # unique = sum(stored - dup) + max(dup)
+    np.testing.assert_allclose(data.busy, [[0.8, 1.0], [0.4, 0.6], [0.1, 0.3]])
+    np.testing.assert_allclose(data.queue, [[4, 6], [2, 0], [0, 1]])
+    np.testing.assert_allclose(data.in_flight, [1, 0])
+    assert data.worker_rows == ["0.0", "0.1", "1.1", "2.0"]
+    np.testing.assert_allclose(data.worker_busy, [[0.8, 0.2], [0.5, 0.1], [0.4, 0.9], [0.0, 0.2]])
+
+
+def test_overview_rates_flight_and_board(data):
+    v = Overview(data)
+    np.testing.assert_allclose(v.rates.data["t"], [0.25, 0.75])
+    np.testing.assert_allclose(v.rates.data["sims"], [32, 56])
+    np.testing.assert_allclose(v.rates.data["pps"], [38, 58])
+    np.testing.assert_allclose(v.flight.data["in_flight"], [1, 0])
+    st = v.stones.data
+    assert list(st["move"]) == ["E5", "A1"] and list(st["x"]) == [4, 0] and list(st["y"]) == [4, 0]
+    np.testing.assert_allclose(st["visits"], [6, 3])
+    np.testing.assert_allclose(st["value"], [4 / 6, 1 / 3])
+    np.testing.assert_allclose(st["share"], [0.6, 0.3])
+    assert list(st["color"])[0] != list(st["color"])[1]  # the best move stands out
+    assert "Best move: <b>E5</b>" in v.summary.text
+    v.update(data, t=0.5)  # replay at t = 0.5: one bin
+    np.testing.assert_allclose(v.rates.data["sims"], [32])
+
+
+def test_load_heat_map_bars_and_forwarding(data):
+    v = LoadBalance(data)
+    np.testing.assert_allclose(v.heat.data["image"][0], data.busy)
+    assert v.heat.data["dw"] == [1.0] and v.heat.data["dh"] == [3.0]
+    np.testing.assert_allclose(v.worker_heat.data["image"][0], data.worker_busy)
+    np.testing.assert_allclose(v.busy.bars.data["value"], [0.9, 0.5, 0.2])
+    np.testing.assert_allclose(v.queue.bars.data["value"], [5, 1, 0.5])
+    np.testing.assert_allclose(v.forward.bars.data["value"], [0, 1, 0])
+    v.update(data, t=0.5)
+    assert v.heat.data["image"][0].shape == (3, 1)
+    np.testing.assert_allclose(v.busy.bars.data["value"], [0.8, 0.4, 0.1])
+    np.testing.assert_allclose(v.forward.bars.data["value"], [0, 0, 0])
+    v.update(data, t=1.0, window=0.5)  # the last half second only
+    np.testing.assert_allclose(v.queue.bars.data["value"], [6, 0, 1])
+
+
+def test_rank_bars_become_a_histogram_above_the_limit():
+    rb = RankBars("t", "h", "busy fraction (0-1)", "busy")
+    rb.set(np.linspace(0, 1, BAR_LIMIT + 36))
+    assert rb.hist_r.visible and not rb.bar_r.visible
+    assert sum(rb.hist.data["ranks"]) == BAR_LIMIT + 36 and len(rb.bars.data["rank"]) == 0
+    rb.set(np.ones(4))
+    assert rb.bar_r.visible and not rb.hist_r.visible and list(rb.bars.data["rank"]) == [0, 1, 2, 3]
+
+
+def _cells(v):
+    m = v.matrix.data
+    return {(int(s), int(d)): (int(c), int(b)) for s, d, c, b in zip(m["src"], m["dst"], m["count"], m["bytes"]) if c}
+
+
+def test_traffic_matrix_kinds_rates_and_graph(data):
+    v = MessageTraffic(data)
+    assert _cells(v) == {(0, 1): (1, 48), (1, 0): (3, 288), (0, 2): (1, 100), (2, 1): (1, 100)}
+    assert {"all", "MOVE", "UPDATE", "SYNC", "BCAST", "PLAYOUT_FWD"} <= set(v.kind_select.options)
+    v.kind_select.value = "MOVE"
+    v.update(data)
+    assert _cells(v) == {(0, 1): (1, 48), (1, 0): (1, 48)}
+    v.metric.active = 1
+    v.update(data)
+    assert sorted(v.matrix.data["value"][v.matrix.data["count"] > 0]) == [48, 48]
+    r = v.rates.data
+    np.testing.assert_allclose(r["MOVE"], [2, 2])
+    np.testing.assert_allclose(r["UPDATE"], [0, 2])
+    np.testing.assert_allclose(r["SYNC"], [0, 2])  # sent at t = 0.5: the second bin [0.5, 1)
+    assert v.rate_lines["MOVE"].visible and not v.rate_lines["DUP"].visible
+    links = {(int(a), int(b)): int(c) for a, b, c in zip(*(v.links.data[k] for k in ("a", "b", "count")))}
+    assert links == {(0, 2): 1, (1, 2): 1}  # the broadcast network: SYNC/BCAST links only
+    np.testing.assert_allclose(v.nodes.data["sent"], [2, 3, 1])
+    v.kind_select.value, v.metric.active = "all", 0
+    v.update(data, t=0.5)  # messages sent up to t = 0.5
+    assert _cells(v) == {(0, 1): (1, 48), (0, 2): (1, 100)}
+
+
+def test_traffic_matrix_sums_blocks_for_many_ranks(tmp_path):
+    from viz.synthetic import write_synthetic_trace
+    from viz.views.traffic import MAX_MATRIX_SIDE
+
+    d = RunData.from_trace(read_trace(write_synthetic_trace(tmp_path, search=200, broadcast=8, sims=3000,
+                                                            tree_nodes=50)))
+    v = MessageTraffic(d)
+    assert v.matrix.data["w"][0] == 2 and max(v.matrix.data["src"]) < 208
+    assert len(v.matrix.data["src"]) <= MAX_MATRIX_SIDE**2 and "Blocks of 2 ranks" in v.mat_note.text
+    assert v.matrix.data["n_all"].sum() == len(d.msgs)
+
+
+def test_tree_graph_pv_profiles_and_cap(data):
+    v = TreeShape(data)
+    n = v.nodes.data
+    assert list(n["move"]) == ["root", "E5", "A1", "pass", "B2"]
+    np.testing.assert_allclose(n["x"], [0.5, 1 / 3, 2.5 / 3, 0.5 / 3, 1.5 / 3])
+    np.testing.assert_allclose(n["y"], [0, -1, -1, -2, -2])
+    assert list(n["marker"]) == ["diamond", "diamond", "circle", "circle", "circle"]
+    assert list(n["pv"]) == [True, True, False, True, False]
+    assert len(v.edges.data["x0"]) == 4
+    p = v.depth_profile.data
+    assert list(p["nodes"]) == [1, 2, 2] and list(p["duplicated"]) == [1, 1, 0]
+    np.testing.assert_allclose(p["branching"], [2, 2, 0])
+    assert list(v.pv.data["move"]) == ["root", "E5", "pass"]
+    np.testing.assert_allclose(v.pv.data["value"], [0.6, 4 / 6, 0.75])
+    assert "all of them" in v.note.text
+    v._set(cap=2)
+    assert list(v.nodes.data["move"]) == ["root", "E5"] and "capped" in v.note.text
+    v._set(depth=1, cap=2000)
+    assert len(v.nodes.data["move"]) == 3
+
+
+def test_tree_view_caps_a_big_tree(tmp_path):
+    from viz.synthetic import write_synthetic_trace
+
+    d = RunData.from_trace(read_trace(write_synthetic_trace(tmp_path, sims=200, tree_nodes=100_000, board=19)))
+    v = TreeShape(d, max_nodes=1000)
+    assert len(d.tree_at(None)) > 90_000
+    assert len(v.nodes.data["x"]) <= 1000 and "<b>capped</b>" in v.note.text
+    assert sum(v.depth_profile.data["nodes"]) == len(d.tree_at(None))
+
+
+def test_teaching_steps_light_cores_and_draw_arrows(data):
+    v = Teaching(data)
+    assert v.n_steps == len(PACKAGES) + len(MESSAGES) and v.step == 0
+    lit = [(r, w, k) for r, w, k in zip(v.cores.data["rank"], v.cores.data["worker"], v.cores.data["kind"])
+           if k != "idle"]
+    assert lit == [(0, 1, "select")]  # step 1: the first select on rank 0, worker 1
+    times = v.ev["t"].tolist()
+    i = next(j for j, (t, m) in enumerate(zip(times, v.ev["is_msg"])) if m and t == 0.25)
+    v.show_step(i)  # the MOVE 0 -> 1 is sent: one thick arrow from rank 0 to rank 1
+    a = v.arrows.data
+    assert list(a["kind"]) == ["MOVE"] and list(a["src"]) == [0] and list(a["dst"]) == [1] and a["width"][0] > 2
+    assert a["x_start"][0] != a["x_end"][0] or a["y_start"][0] != a["y_end"][0]
+    v.update(data, t=0.65)  # the BCAST 2 -> 1 is in flight, the bcast package runs, rank 1 is in its playout
+    kinds = dict(zip(zip(v.cores.data["rank"], v.cores.data["worker"]), v.cores.data["kind"]))
+    assert kinds[(2, 0)] == "bcast" and kinds[(1, 1)] == "playout"
+    assert "BCAST" in list(v.arrows.data["kind"])
+    assert list(v.ranks.data["nodes"]) == [100, 50, 0]  # the samples at t = 0.5
+
+
+def test_every_plot_has_help_and_units(data):
+    for name, cls in VIEWS.items():
+        v = cls(data)
+        figs = [m for m in v.layout.references() if isinstance(m, Figure)]
+        assert figs, name
+        for f in figs:
+            helps = [t for t in f.tools if isinstance(t, HelpTool)]
+            assert helps and len(helps[0].description) > 40, (name, f.title.text)
+            if f.axis[0].visible:
+                for ax in f.axis:
+                    assert ax.axis_label and "(" in ax.axis_label, (name, f.title.text, ax.axis_label)
+            assert any(type(t).__name__ == "HoverTool" for t in f.tools), (name, f.title.text)
+
+
+def test_compare_views_share_axes(data):
+    ranges: dict = {}
+    a, b = Overview(data, ranges=ranges), Overview(data, ranges=ranges)
+    assert a.rate_fig.x_range is b.rate_fig.x_range and a.rate_fig.y_range is b.rate_fig.y_range
+    la, lb = LoadBalance(data, ranges=ranges), LoadBalance(data, ranges=ranges)
+    assert la.rank_fig.x_range is a.rate_fig.x_range is lb.rank_fig.x_range
+
+
+def test_views_cope_with_an_empty_trace(tmp_path):
+    with TraceWriter(tmp_path, Meta(runtime="sim", algo="root", versions={"x": "y"}, machine="m")):
+        pass
+    d = RunData.from_trace(read_trace(tmp_path))
+    for cls in VIEWS.values():
+        cls(d).update(d, t=0.0)
+
+
+def test_engine_style_root_with_hash_zero_is_not_its_own_child(tmp_path):
+    """The engine writes the root with hash 0 and parent 0; the answer must be a real move."""
+    tree = dict(TREE, hash=np.array([0, 2, 3, 4, 5], np.uint64), parent=np.array([0, 0, 0, 2, 2], np.uint64))
+    meta = Meta(runtime="engine", algo="treesplit", game="go", board=9, machine="m", versions={"x": "y"}, t_end=1.0)
+    with TraceWriter(tmp_path, meta) as w:
+        w.tree(tree)
+    d = RunData.from_trace(read_trace(tmp_path))
+    assert "Best move: <b>E5</b>" in Overview(d).summary.text
+    assert list(TreeShape(d).pv.data["move"]) == ["root", "E5", "pass"]
+
+
+def test_bins_follow_each_ranks_sampling_interval(tmp_path):
+    """Ranks sampling every 100 ms at different offsets: bins are not cut at the 25 ms between offsets."""
+    meta = Meta(runtime="engine", algo="tds", machine="m", versions={"x": "y"}, ranks={"search": 4, "broadcast": 0},
+                t_end=2.0)
+    with TraceWriter(tmp_path, meta) as w:
+        for k in range(20):
+            for r in range(4):
+                t = 0.1 * (k + 1) - 0.025 * r
+                w.sample(t, r, 0, 0.5, 10 * (k + 1), 10 * (k + 1), 0, 0)
+    d = RunData.from_trace(read_trace(tmp_path))
+    assert d.bin_s == pytest.approx(0.1)
+    assert np.count_nonzero(d.sims[1:-1] == 0) == 0  # no empty bins between samples

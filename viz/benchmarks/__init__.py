@@ -1,0 +1,1 @@
+"""`treesplit bench` kinds owned by viz/."""

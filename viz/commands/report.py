@@ -1,0 +1,24 @@
+"""`treesplit report`: one standalone HTML file of a trace's dashboard views (no server needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="standalone HTML report of a trace (or two, side by side)",
+                       description="Write the dashboard's overview, load, traffic and tree views of a trace "
+                                   "into one HTML file with everything inlined (opens offline, no server).")
+    p.add_argument("trace", metavar="DIR", type=Path, help="trace directory")
+    p.add_argument("--compare", metavar="DIR2", type=Path, help="a second trace, side by side on shared axes")
+    p.add_argument("-o", "--output", type=Path, default=Path("report.html"), help="output file (default report.html)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from viz.report import build_report
+
+    dirs = [args.trace] + ([args.compare] if args.compare else [])
+    out = build_report(dirs, args.output)
+    print(f"treesplit report: wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    return 0
