@@ -102,11 +102,16 @@ class SearchResult:
         return self.new_nodes / self.seconds if self.seconds > 0 else math.nan
 
     def as_dict(self, top: int = 10) -> dict:
+        """JSON-ready (no NaN: a mean without samples is None)."""
+        def num(x: float) -> float | None:
+            return None if isinstance(x, float) and math.isnan(x) else x
+
         return {"action": self.action, "resign": self.resign, "sims": self.sims, "playouts": self.playouts,
-                "new_nodes": self.new_nodes, "seconds": self.seconds, "sims_per_s": self.sims_per_s,
-                "pps": self.pps, "nps": self.nps, "root_visits": self.root_visits, "root_value": self.root_value,
-                "children": [asdict(c) for c in self.children[:top]], "pv": self.pv,
-                "extensions": self.extensions, "counters": self.counters}
+                "new_nodes": self.new_nodes, "seconds": self.seconds, "sims_per_s": num(self.sims_per_s),
+                "pps": num(self.pps), "nps": num(self.nps), "root_visits": self.root_visits,
+                "root_value": num(self.root_value),
+                "children": [{k: num(v) for k, v in asdict(c).items()} for c in self.children[:top]],
+                "pv": self.pv, "extensions": self.extensions, "counters": self.counters}
 
 
 COUNTER_NAMES = ("sims", "playouts", "new_nodes", "superko", "depth_sum", "max_depth", "no_room", "expands")
@@ -132,7 +137,7 @@ class SequentialSearcher:
         """Forget the tree (new game)."""
         self.table = None
 
-    def _table_for(self, g: np.ndarray) -> tt.Table:
+    def table_for(self, g: np.ndarray) -> tt.Table:
         k = int(game.n_actions(g))
         if self.table is None or self.table.child_move.shape[1] != k:
             self.table = tt.table_for_budget(self.config.tt_mb, k)
@@ -170,7 +175,7 @@ class SequentialSearcher:
     def search(self, pos: Position, budget: Budget, plan: ThinkPlan | None = None) -> SearchResult:
         if budget.sims is None and budget.seconds is None:
             raise ConfigError("search: needs a budget (sims or seconds)")
-        t = self._table_for(pos.g)
+        t = self.table_for(pos.g)
         tt.new_search(t)
         self.n_searches += 1
         counters = np.zeros(uct.N_COUNTERS, np.int64)

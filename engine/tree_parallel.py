@@ -20,6 +20,15 @@ from model import uct
 from model.config import check
 
 
+def _own_cache_line(rng: np.ndarray) -> np.ndarray:
+    """The generator state moved into the middle of a 128-byte buffer. A playout writes it at every
+    random draw; two tiny arrays allocated together can share a cache line, and threads writing to one
+    line each turn would bounce it between cores (false sharing) hundreds of times per playout."""
+    buf = np.zeros(16, np.uint64)
+    buf[8] = rng[0]
+    return buf[8:9]
+
+
 class TreeSearcher(SequentialSearcher):
     """Shared-tree search on config.threads threads (1 thread behaves like the sequential search)."""
 
@@ -37,8 +46,9 @@ class TreeSearcher(SequentialSearcher):
         claimed = [0]
         stop = threading.Event()
         start = self.clock()
-        per_thread = np.zeros((n_threads, uct.N_COUNTERS), np.int64)
-        rngs = [rng] + [self._rng(1000 + i) for i in range(1, n_threads)]
+        # one row per thread, padded so that no two threads' counters share a cache line
+        per_thread = np.zeros((n_threads, max(uct.N_COUNTERS, 16)), np.int64)
+        rngs = [_own_cache_line(r) for r in [rng] + [self._rng(1000 + i) for i in range(1, n_threads)]]
         errors: list[BaseException] = []
 
         def claim(want: int) -> int:
@@ -51,11 +61,14 @@ class TreeSearcher(SequentialSearcher):
                 claimed[0] += n
                 return n
 
+        # a sims budget is handed out in pieces small enough that every thread gets a share to the end
+        sims_chunk = MAX_CHUNK if budget.sims is None else max(1, min(MAX_CHUNK, budget.sims // (8 * n_threads)))
+
         def worker(i: int) -> None:
             chunk = 16
             try:
                 while True:
-                    n = claim(MAX_CHUNK if budget.seconds is None else chunk)
+                    n = claim(sims_chunk if budget.seconds is None else min(chunk, sims_chunk))
                     if n <= 0:
                         return
                     t0 = self.clock()
@@ -81,7 +94,7 @@ class TreeSearcher(SequentialSearcher):
         if errors:
             raise errors[0]
         deepest = max(int(counters[uct.C_MAX_DEPTH]), int(per_thread[:, uct.C_MAX_DEPTH].max()))
-        counters[:] += per_thread.sum(axis=0)
+        counters[:] += per_thread[:, :uct.N_COUNTERS].sum(axis=0)
         counters[uct.C_MAX_DEPTH] = deepest
         self.last_thread_sims = [int(x) for x in per_thread[:, uct.C_SIMS]]
         return int(per_thread[:, uct.C_SIMS].sum())

@@ -22,6 +22,17 @@ Kernels (all @njit(cache=True, nogil=True)), dispatched on g[0] below:
                                       each action the player who played it first in the playout (-1: none);
                                       the caller initialises it (with the moves of the tree part, for RAVE).
     reward(g, result) -> float        1.0 / 0.0 / 0.5 for a first-player win / loss / draw
+    position_hash(g, s) -> uint64     hash of the position alone (no side to move), for superko checks
+    max_children(g) -> int            most legal actions any position has (the table's children per node;
+                                      LOA: 96 of its 4097 actions)
+    priors(g, s, actions, n, out)     knowledge value of each of actions[:n] into out[:n] (progressive bias
+                                      and unpruning order); returns False (zeros) if the game has none
+    run_playouts(g, s, rng, n)        n playouts from s (unchanged), mean result: the bare playout rate
+
+The dispatchers are inlined into their callers (inline="always"): a call of a compiled function that
+takes arrays costs reference counting (atomic instructions), which per tree step adds up. Numba's cache
+does not see through inlining or calls into other files: after editing a game's kernels, delete the
+cached *.nbi/*.nbc of the modules that call them (model/__pycache__), or they keep the old code.
 
 Game-level rules that need history (positional superko in Go) are the search's and the game record's
 business, through each game's position hash; the kernels above are history-free.
@@ -32,20 +43,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, uint64
+from numba import njit
 
 from model.errors import ConfigError
-from model.go import board as go
 from model import pgame as pg
+from model.go import board as go
+from model.loa import board as loa
 
 GO, PGAME, LOA = 0, 1, 2
-NAMES = {"go": GO, "pgame": PGAME}
+NAMES = {"go": GO, "pgame": PGAME, "loa": LOA}
 
 
 @njit(cache=True, nogil=True, inline="always")
 def n_actions(g):
     if g[0] == GO:
         return go.go_n_actions(g)
+    if g[0] == LOA:
+        return loa.loa_n_actions(g)
     return pg.pg_n_actions(g)
 
 
@@ -53,6 +67,8 @@ def n_actions(g):
 def legal_actions(g, s, out):
     if g[0] == GO:
         return go.go_legal_actions(g, s, out)
+    if g[0] == LOA:
+        return loa.loa_legal_actions(g, s, out)
     return pg.pg_legal_actions(g, s, out)
 
 
@@ -60,6 +76,8 @@ def legal_actions(g, s, out):
 def play(g, s, a):
     if g[0] == GO:
         return go.go_play(g, s, a)
+    if g[0] == LOA:
+        return loa.loa_play(g, s, a)
     return pg.pg_play(g, s, a)
 
 
@@ -67,6 +85,8 @@ def play(g, s, a):
 def hash(g, s):  # noqa: A001  (the contract's name)
     if g[0] == GO:
         return go.go_hash(g, s)
+    if g[0] == LOA:
+        return loa.loa_hash(g, s)
     return pg.pg_hash(g, s)
 
 
@@ -76,6 +96,8 @@ def position_hash(g, s):
     unchanged (a pass) never repeats a position. The P-game never repeats, so its hash serves."""
     if g[0] == GO:
         return go.go_position_hash(g, s)
+    if g[0] == LOA:
+        return loa.loa_position_hash(g, s)
     return pg.pg_hash(g, s)
 
 
@@ -83,6 +105,8 @@ def position_hash(g, s):
 def to_move(g, s):
     if g[0] == GO:
         return go.go_to_move(g, s)
+    if g[0] == LOA:
+        return loa.loa_to_move(g, s)
     return pg.pg_to_move(g, s)
 
 
@@ -90,6 +114,8 @@ def to_move(g, s):
 def is_terminal(g, s):
     if g[0] == GO:
         return go.go_is_terminal(g, s)
+    if g[0] == LOA:
+        return loa.loa_is_terminal(g, s)
     return pg.pg_is_terminal(g, s)
 
 
@@ -97,7 +123,25 @@ def is_terminal(g, s):
 def playout(g, s, rng, amaf):
     if g[0] == GO:
         return go.go_playout(g, s, rng, amaf)
+    if g[0] == LOA:
+        return loa.loa_playout(g, s, rng, amaf)
     return pg.pg_playout(g, s, rng, amaf)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def max_children(g):
+    if g[0] == LOA:
+        return loa.loa_max_children(g)
+    return n_actions(g)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def priors(g, s, actions, n, out):
+    if g[0] == LOA:
+        return loa.loa_priors(g, s, actions, n, out)
+    for j in range(n):
+        out[j] = 0.0
+    return False
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -116,7 +160,8 @@ class GameSpec:
     name: str = "go"
     size: int = 9            # Go
     komi: float = 7.0        # Go
-    policy: str = "random"   # Go playout policy: random | light
+    policy: str = "random"   # playout policy: Go random | light; LOA random | knowledge
+    knowledge: str = "mc"    # LOA move knowledge for priors: mc (move categories) | ef (evaluation) | none
     branching: int = 4       # P-game
     depth: int = 8           # P-game
     seed: int = 1            # P-game tree
@@ -131,11 +176,15 @@ class GameSpec:
                 raise ConfigError("pgame: needs branching >= 1, depth >= 1, cost >= 0")
             g = pg.make_params(self.branching, self.depth, self.seed, self.cost, game_id=PGAME)
             return g, pg.new_state(g)
+        if self.name == "loa":
+            g = loa.make_params(self.policy, self.knowledge)
+            return g, loa.new_state(g)
         raise ConfigError(f"game: unknown game {self.name!r} (known: {', '.join(NAMES)})")
 
 
 def make_game(name: str, **kw) -> tuple[np.ndarray, np.ndarray]:
-    """(g, initial s) for "go" (size, komi, policy) or "pgame" (branching, depth, seed, cost)."""
+    """(g, initial s) for "go" (size, komi, policy), "pgame" (branching, depth, seed, cost) or "loa" (policy,
+    knowledge)."""
     return GameSpec(name=name, **kw).make()
 
 

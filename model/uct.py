@@ -98,22 +98,29 @@ def rave_beta(n, n_amaf, p):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _score(n, w, na, wa, prior, log_n, p):
-    """Selection score from an edge's (virtual-loss adjusted) count n, value sum w, AMAF count na and sum wa."""
-    c = p[P_C]
+def _score(n, w, na, wa, prior, explore, p):
+    """Selection score from an edge's (virtual-loss adjusted) count n, value sum w, AMAF count na and sum wa;
+    explore = C sqrt(2 ln N(s)), the node's share of the exploration term. Silver's beta folds into one
+    division: (1 - beta) w/n + beta wa/na = (w (1 + k n_a) + wa) / (n + n_a + k n n_a), k = 4 b^2."""
     if n > 0.0:
-        q = w / n
         if na > 0.0:
-            beta = rave_beta(n, na, p)
-            q = (1.0 - beta) * q + beta * (wa / na)
-        score = q + c * math.sqrt(2.0 * log_n / n)
+            if p[P_RAVE_SCHEDULE] == 0.0:
+                k = 4.0 * p[P_RAVE_BIAS] * p[P_RAVE_BIAS]
+                q = (w * (1.0 + k * na) + wa) / (n + na + k * n * na)
+            else:
+                beta = rave_beta(n, na, p)
+                q = (1.0 - beta) * (w / n) + beta * (wa / na)
+        else:
+            q = w / n
+        if explore != 0.0:
+            q += explore / math.sqrt(n)
     elif na > 0.0:
-        score = wa / na + c * math.sqrt(2.0 * log_n)
+        q = wa / na + explore
     else:
-        score = p[P_FPU]
+        q = p[P_FPU]
     if p[P_PB] != 0.0:
-        score += p[P_PB] * prior / (n + 1.0)
-    return score
+        q += p[P_PB] * prior / (n + 1.0)
+    return q
 
 
 @njit(cache=True, nogil=True)
@@ -121,28 +128,62 @@ def child_score(t, slot, j, log_n, p):
     """The selection score of child j of the node in slot (see the module docstring)."""
     n = float(t.child_visits[slot, j]) + p[P_VLOSS] * t.vloss[slot, j]
     na = float(t.amaf_visits[slot, j]) if p[P_RAVE] != 0.0 else 0.0
-    return _score(n, t.child_value[slot, j], na, t.amaf_value[slot, j], t.prior[slot, j], log_n, p)
+    return _score(n, t.child_value[slot, j], na, t.amaf_value[slot, j], t.prior[slot, j],
+                  p[P_C] * math.sqrt(2.0 * log_n), p)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def select_in(n_children, visits, cv, cw, av, aw, vl, pr, slot, p, rng):
-    """select_child on the table's arrays, passed one by one (see tt.lookup_in for why)."""
-    n_ch = n_children[slot]
-    log_n = math.log(max(float(visits[slot]), 1.0))
+def scores_in(visits, cv, cw, av, aw, vl, pr, slot, n_ch, p, out):
+    """out[:n_ch] = the children's selection scores (_score), in simple loops the compiler vectorises."""
     vw = p[P_VLOSS]
+    fpu = p[P_FPU]
     rave = p[P_RAVE] != 0.0
+    explore = p[P_C] * math.sqrt(2.0 * math.log(max(float(visits[slot]), 1.0)))
+    if rave and p[P_RAVE_SCHEDULE] != 0.0:  # equivalence schedule: a square root per child anyway
+        for j in range(n_ch):
+            out[j] = _score(float(cv[slot, j]) + vw * vl[slot, j], cw[slot, j], float(av[slot, j]), aw[slot, j],
+                            pr[slot, j], explore, p)
+        return
+    if rave:  # Silver's beta folded into one division (see _score); n = 0 = n_a leaves den = 0
+        k = 4.0 * p[P_RAVE_BIAS] * p[P_RAVE_BIAS]
+        for j in range(n_ch):
+            n = float(cv[slot, j]) + vw * float(vl[slot, j])
+            na = float(av[slot, j])
+            den = n + na + k * n * na
+            out[j] = (cw[slot, j] * (1.0 + k * na) + aw[slot, j]) / den if den > 0.0 else fpu
+    else:
+        for j in range(n_ch):
+            n = float(cv[slot, j]) + vw * float(vl[slot, j])
+            out[j] = cw[slot, j] / n if n > 0.0 else fpu
+    if explore != 0.0:
+        for j in range(n_ch):
+            n = float(cv[slot, j]) + vw * float(vl[slot, j])
+            if n > 0.0 or (rave and av[slot, j] > 0):
+                out[j] += explore / math.sqrt(max(n, 1.0))
+    if p[P_PB] != 0.0:
+        for j in range(n_ch):
+            out[j] += p[P_PB] * pr[slot, j] / (float(cv[slot, j]) + vw * float(vl[slot, j]) + 1.0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def select_in(n_children, visits, cv, cw, av, aw, vl, pr, slot, p, rng, scratch):
+    """select_child on the table's arrays, passed one by one (see tt.lookup_in for why); scratch:
+    float64[>= n_children] for the scores."""
+    n_ch = n_children[slot]
+    if n_ch <= 0:
+        return -1
+    scores_in(visits, cv, cw, av, aw, vl, pr, slot, n_ch, p, scratch)
+    # Ties go to the first best after a random starting child: one random number per selection rather than
+    # one per tie (the common tie, all children unvisited, is then broken uniformly).
+    start = randint(rng, n_ch)
     best = -np.inf
     bj = -1
-    ties = 0
-    for j in range(n_ch):
-        na = float(av[slot, j]) if rave else 0.0
-        sc = _score(float(cv[slot, j]) + vw * vl[slot, j], cw[slot, j], na, aw[slot, j], pr[slot, j], log_n, p)
-        if sc > best:
-            best, bj, ties = sc, j, 1
-        elif sc == best:
-            ties += 1
-            if randint(rng, ties) == 0:
-                bj = j
+    for j in range(start, n_ch):
+        if scratch[j] > best:
+            best, bj = scratch[j], j
+    for j in range(start):
+        if scratch[j] > best:
+            best, bj = scratch[j], j
     return bj
 
 
@@ -150,7 +191,7 @@ def select_in(n_children, visits, cv, cw, av, aw, vl, pr, slot, p, rng):
 def select_child(t, slot, p, rng):
     """Index of the child to follow from an expanded node (-1 if it has none); ties broken at random."""
     return select_in(t.n_children, t.visits, t.child_visits, t.child_value, t.amaf_visits, t.amaf_value,
-                     t.vloss, t.prior, slot, p, rng)
+                     t.vloss, t.prior, slot, p, rng, np.empty(t.child_move.shape[1], np.float64))
 
 
 # --- expansion, virtual loss, update --------------------------------------------------------------------------
@@ -284,6 +325,7 @@ def run_simulations(t, g, s_root, history, p, rng, n_sims, counters):
     path_player = np.zeros(max_depth + 1, np.int64)
     path_pos = np.zeros(max_depth + 1, np.uint64)
     buf = np.empty(na, np.int64)
+    scratch = np.empty(na, np.float64)
     amaf = np.empty(na, np.int8)
     s = s_root.copy()
     key, stamp, meta, visits, value, nch = t.key, t.stamp, t.meta, t.visits, t.value, t.n_children
@@ -304,17 +346,23 @@ def run_simulations(t, g, s_root, history, p, rng, n_sims, counters):
         while True:
             path_slot[depth] = slot
             path_player[depth] = game.to_move(g, s)
+            if game.is_terminal(g, s):
+                # A finished game is never a tree node: in Go, two passes lead back to the hash of the
+                # position before them (same stones, same side to move), whose node must not be updated
+                # for a game that has ended, nor searched on from.
+                path_slot[depth] = 0
+                break
             if slot == 0 or depth >= max_depth:
                 break
             nc = atomic_load(nch, slot)
             if nc == UNEXPANDED:
-                if game.is_terminal(g, s) or not expand_in(nch, cm, cv, cw, av, aw, vl, pr, g, s, slot, buf):
+                if not expand_in(nch, cm, cv, cw, av, aw, vl, pr, g, s, slot, buf):
                     break
                 counters[C_EXPANDS] += 1
                 nc = nch[slot]
             if nc <= 0:  # terminal, or being expanded by another thread
                 break
-            j = select_in(nch, visits, cv, cw, av, aw, vl, pr, slot, p, rng)
+            j = select_in(nch, visits, cv, cw, av, aw, vl, pr, slot, p, rng, scratch)
             if use_vl:
                 atomic_add2(vl, slot, j, 1)
             path_child[depth] = j

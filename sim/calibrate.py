@@ -24,7 +24,7 @@ import numpy as np
 from model.errors import TraceError, UserError
 from model.trace import read_trace
 from sim.distributions import fit_distribution
-from sim.profile import COST_KINDS, IOSpec, NetworkSpec, NodeSpec, Profile, load_profile
+from sim.profile import COST_KINDS, NetworkSpec, NodeSpec, Profile
 from sim.workload import fit_workload
 
 MIN_SAMPLES = 5

@@ -120,7 +120,7 @@ class Profile:
                 node = node[p]
             if parts[-1] not in node:
                 raise ConfigError(f"profile setting {key!r}: unknown field")
-            node[parts[-1]] = _parse_scalar(value)
+            node[parts[-1]] = parse_scalar(value)
         return profile_from_dict(data, where=f"{self.name} (with overrides): ")
 
     def to_toml(self) -> dict[str, Any]:
@@ -140,7 +140,7 @@ class Profile:
         return p
 
 
-def _parse_scalar(text: str) -> Any:
+def parse_scalar(text: str) -> Any:
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:

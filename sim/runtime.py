@@ -127,10 +127,7 @@ class Rank:
     # --- inputs -------------------------------------------------------------------------------------
     def deliver(self, msg) -> None:
         self.inbox.append(msg)
-        ev = self.io_wake
-        if ev is not None:
-            self.io_wake = None
-            ev.succeed()
+        self._wake_io()
 
     def _wake_io(self) -> None:
         ev = self.io_wake
@@ -152,7 +149,7 @@ class Rank:
         for _ in range(min(len(idle), n)):
             idle.pop().succeed()
 
-    def apply(self, acts: Actions, now: float) -> None:
+    def apply(self, acts: Actions) -> None:
         """Route a role's answer: packages to the queue, messages to the IO core's send list, timers."""
         if acts.pkgs:
             self.push(acts.pkgs)
@@ -200,7 +197,7 @@ class Rank:
                 continue
             acts = role.on_work_done(pkg, result)
             if acts:
-                self.apply(acts, env.now)
+                self.apply(acts)
 
     def io(self):
         """The IO core. A rank without workers (a broadcast rank) runs its packages here, between polls."""
@@ -399,7 +396,7 @@ class World:
         for rank in self.ranks:
             acts = rank.role.start()
             if acts:
-                rank.apply(acts, env.now)
+                rank.apply(acts)
         if self.trace is not None:
             env.process(self._sampler())
         self._started = True
@@ -496,7 +493,7 @@ class World:
         for rank in self.ranks:
             acts = getattr(rank.role, method)()
             if acts:
-                rank.apply(acts, self.env.now)
+                rank.apply(acts)
 
     def drain(self, max_events: int = 50_000_000) -> dict[str, Any]:
         """The termination protocol (model/roles/__init__.py): stop every role, run until nothing is left,

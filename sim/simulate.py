@@ -97,7 +97,7 @@ def game_spec(cfg: SimConfig, fields: dict[str, Any]):
 class Prepared:
     cfg: SimConfig
     profile: Profile
-    world: World
+    world: Any  # sim.runtime.World (functional) or sim.statistical.StatWorld
     layout: Any
     roles: list
     meta: Any
@@ -146,13 +146,13 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
         else:
             workload = prof.workloads.get(cfg.algo) or default_workload(cfg.algo)
         if work_fields:
-            from sim.profile import _parse_scalar
+            from sim.profile import parse_scalar
 
             data = workload.to_toml()
-            data.update({k: _parse_scalar(str(v)) for k, v in work_fields.items()})
+            data.update({k: parse_scalar(str(v)) for k, v in work_fields.items()})
             workload = workload_from_dict(data)
     cluster = Cluster(M, B, rpn)
-    meta = Meta(runtime="sim", algo=cfg.algo, game=cfg.game, board=cfg.board if cfg.game == "go" else 0,
+    meta = Meta(runtime="sim", algo=cfg.algo, game=cfg.game, board=cfg.board,
                 params={**dataclasses.asdict(uct), **dataclasses.asdict(own)}, ranks={"search": M, "broadcast": B},
                 threads=W + 1, machine=f"profile {prof.name}", seed=cfg.seed, sample_rate=cfg.sample_rate,
                 extra={"fidelity": cfg.fidelity, "nodes": cfg.nodes, "bcast_nodes": cluster.bcast_nodes,

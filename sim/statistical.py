@@ -30,7 +30,6 @@ merge_every simulations), leaf (rank 0 selects and updates; JOB/RESULT to the ot
 from __future__ import annotations
 
 import heapq
-import math
 import random
 import time
 from typing import Callable
@@ -83,7 +82,7 @@ class StatWorld:
 
     def __init__(self, algo: str, profile: Profile, cluster: Cluster, layout, workload: Workload, params,
                  seed: int = 0, trace_writer=None, sample_rate: float = 1.0, sample_interval: float = 0.01,
-                 bin_width: float = 10e-6, worker_bin_width: float = 50e-6):
+                 bin_width: float = 10e-6, worker_bin_width: float = 100e-6):
         if algo not in ALGOS:
             raise ValueError(algo)
         self.algo, self.profile, self.cluster, self.layout, self.workload = algo, profile, cluster, layout, workload
@@ -104,6 +103,7 @@ class StatWorld:
 
             topo = Topology(B, layout.peers)
         self.topo = topo
+        self._fw: dict[tuple[int, int, int], list] = {}  # the topology's routing, which never changes
         io = profile.io
         node_of = cluster.node_of()
         self.node_of = node_of
@@ -177,10 +177,11 @@ class StatWorld:
         return done + it
 
     def msg(self, r: _Rank, t: float, dst: int, kind: str, nbytes: int, sim_id: int = -1,
-            stats: bool = False) -> float:
-        """r's worker hands a message to r's IO core at t; returns when dst's IO core has handled it."""
+            stats: bool = False, count: int = 1) -> float:
+        """r's worker hands a message to r's IO core at t; returns when dst's IO core has handled it.
+        count > 1: that many messages on the same link at once, of nbytes in all (a broadcast window)."""
         pb = self._pb
-        base = self._o + self._pm
+        base = (self._o + self._pm) * count
         t_send = self._io(r, t, base + nbytes * pb)
         a, b = r.node, self.node_of[dst]
         if a == b:
@@ -197,13 +198,14 @@ class StatWorld:
                 inject, _ = self.nic_tx[a].book(t_send, occ)
                 at_rx, _ = self.nic_rx[b].book(inject + self._L, occ)
                 t_arr = at_rx + ser
-        r.msgs_out[kind] = r.msgs_out.get(kind, 0) + 1
+        r.msgs_out[kind] = r.msgs_out.get(kind, 0) + count
         r.bytes_out += nbytes
         tr = self.trace
         if tr is not None and tr.keep_msg(sim_id):
-            tr.w.message(t_send, t_arr, r.rid, dst, kind, nbytes, sim_id)
+            for _ in range(count):
+                tr.w.message(t_send, t_arr, r.rid, dst, kind, nbytes // count, sim_id)
         d = self.ranks[dst]
-        d.msgs_in += 1
+        d.msgs_in += count
         return self._io(d, t_arr, base + nbytes * (pb + (self._spb if stats else 0.0)))
 
     # --- simulations -------------------------------------------------------------------------------------
@@ -307,7 +309,7 @@ class StatWorld:
         win = br.windows.get(w)
         if win is None:
             win = br.windows[w] = [{}, set()]
-        if self.topo.forwards(origin, br.rid - self.M, dim):
+        if self._forwards(origin, br.rid - self.M, dim):
             win[0].setdefault((origin, dim), set()).update(nodes)
         before = len(win[1])
         win[1].update(nodes)
@@ -325,16 +327,30 @@ class StatWorld:
         fwd, deliver = win
         end = self.work(br, t, self.samplers["bcast"].next(), "bcast", -1)
         b = rid - self.M
+        # one BCAST per (origin, dimension) and next rank, as the role sends them; booked per link
+        links: dict[int, list] = {}
         for (origin, dim), nodes in fwd.items():
-            nb = self.b["BCAST"] * len(nodes)
-            for dst, d in self.topo.forwards(origin, b, dim):
-                t_in = self.msg(br, end, self.M + dst, "BCAST", nb, stats=True)
-                self._register(self.ranks[self.M + dst], t_in, nodes, origin, d)
+            for dst, d in self._forwards(origin, b, dim):
+                links.setdefault(dst, []).append((nodes, origin, d))
+        per_node = self.b["BCAST"]
+        for dst, items in links.items():
+            nb = per_node * sum(len(x[0]) for x in items)
+            t_in = self.msg(br, end, self.M + dst, "BCAST", nb, stats=True, count=len(items))
+            peer = self.ranks[self.M + dst]
+            for nodes, origin, d in items:
+                self._register(peer, t_in, nodes, origin, d)
         if deliver:
             nb = self.b["SYNC"] * len(deliver)
             for c in self.clients[rid]:
                 t_in = self.msg(br, end, c, "SYNC", nb, stats=True)
                 self.work(self.ranks[c], t_in, self.samplers["sync"].next(), "sync", -1)
+
+    def _forwards(self, origin: int, at: int, dim: int) -> list:
+        key = (origin, at, dim)
+        f = self._fw.get(key)
+        if f is None:
+            f = self._fw[key] = self.topo.forwards(origin, at, dim)
+        return f
 
     def _root_sim(self, r: _Rank, t: float, sid: int) -> None:
         s = self.samplers

@@ -178,10 +178,8 @@ def test_full_game_against_gnugo(tmp_path):
 
     cfg = MatchConfig(opponent="gnugo --mode gtp --level 1 --chinese-rules", games=1, board=9, komi=7.0,
                       move_timeout=60)
-    t = time.perf_counter()
     summary = run_match(cfg, lambda: _local_engine(PlayerConfig(sims=300, seed=1), 9, 7.0), tmp_path,
                         progress=False)
-    elapsed = time.perf_counter() - t
     row = next(csv.DictReader(open(tmp_path / "games.csv")))
     assert not summary["our_faults"] and not summary["opponent_faults"], summary
     assert row["reason"] in ("score", "resign"), row
@@ -190,7 +188,6 @@ def test_full_game_against_gnugo(tmp_path):
     assert int(row["moves"]) >= 30  # a whole game, not an early fault
     seq = sgf.Sgf_game.from_bytes((tmp_path / row["sgf"]).read_bytes()).get_main_sequence()
     assert len(seq) - 1 == int(row["moves"])
-    assert elapsed < 150
 
 
 @pytest.mark.gnugo

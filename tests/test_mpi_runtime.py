@@ -201,3 +201,18 @@ def test_telemetry_reaches_a_listener_and_a_missing_one_costs_nothing(tmp_path):
     rc, res, err = _run(cfg, tmp_path)
     assert rc == 0, err
     assert res["sims"] > 0
+
+
+@pytest.mark.mpi
+def test_ranks_do_not_outlive_a_killed_launcher(tmp_path):
+    p = _start(_config(tmp_path, sims=None, seconds=60), tmp_path)
+    end = time.monotonic() + 30
+    while len(_ranks_alive(tmp_path)) < 3 and time.monotonic() < end:
+        time.sleep(0.2)
+    assert len(_ranks_alive(tmp_path)) == 3
+    p.kill()  # SIGKILL: the launcher gets no chance to clean up
+    p.wait()
+    end = time.monotonic() + 15
+    while _ranks_alive(tmp_path) and time.monotonic() < end:
+        time.sleep(0.2)
+    assert not _ranks_alive(tmp_path)

@@ -148,3 +148,32 @@ def test_bad_settings_are_config_errors():
         SequentialSearcher(SearchConfig(rave_schedule="x"))
     with pytest.raises(ConfigError, match="budget"):
         SequentialSearcher(SearchConfig(tt_mb=1)).search(Position.initial(*game.make_game("pgame")), Budget())
+
+
+def test_search_command(run_cli):
+    import json
+
+    r = run_cli("search", "--sims", "300", "--seed", "3", "--json", timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["sims"] == 300 == out["root_visits"] and out["algo"] == "sequential"
+    assert out["move"] == "pass" or out["move"][0] in "ABCDEFGHJ"
+    r = run_cli("search", "--game", "pgame", "--depth", "4", "--algo", "tree", "--threads", "2", "--sims", "200",
+                timeout=600)
+    assert r.returncode == 0 and "sims/s" in r.stdout and "root visits 200" in r.stdout, r.stderr
+    for bad, msg in ((["--algo", "nosuch"], "unknown algorithm 'nosuch'"), (["--param", "nope=1"], "nope"),
+                     (["--threads", "2"], "threads")):
+        r = run_cli("search", "--sims", "10", *bad, timeout=600)
+        assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_bench_search_command(run_cli):
+    import json
+
+    r = run_cli("bench", "search", "--board", "9", "--sims", "300", "--repeats", "1", "--no-save", "--json",
+                timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    med = out["medians"]
+    assert med["playouts_per_s"] > 0 and med["sequential_per_s"] > 0 and med["tree_per_s"] > 0
+    assert out["tree_overhead_ratio"] == med["sequential_per_s"] / med["playouts_per_s"]

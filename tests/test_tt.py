@@ -133,3 +133,16 @@ def test_ownership_formula_and_balance():
     # owner and local index read different bits: within one owner, local indices still spread out
     mine = [local_index(x, L) for x in hs if owner(x, M, L) == 0]
     assert len(set(mine)) > 0.5 * len(mine)
+
+
+def test_prefault_and_clear():
+    t = tt.new_table(S, 4)
+    tt.prefault(t)
+    slot, st = tt.lookup(t, key(1), True)
+    assert st == tt.NEW
+    tt.new_search(t)
+    t.visits[slot] = 9
+    tt.clear(t)
+    assert tt.find(t, key(1)) == 0 and t.meta[tt.M_SEARCH] == tt.FIRST_SEARCH
+    again, st = tt.lookup(t, key(1), True)
+    assert (again, st) == (slot, tt.NEW) and t.visits[slot] == 0

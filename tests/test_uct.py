@@ -151,3 +151,18 @@ def test_params_validation():
     with pytest.raises(ConfigError, match="c"):
         uct.UctParams(c=-1).validate()
     assert uct.UctParams().to_array().shape == (uct.N_PARAMS,)
+
+
+def test_go_two_passes_end_the_path_and_never_update_the_root_twice():
+    # Black passes, White passes: the game ends in a position whose hash is the root's own (same stones,
+    # same side to move). The simulation must stop there, not count the root again or search on from it.
+    g, s = game.make_game("go", size=5, komi=0.5)
+    for a in (6, 18, 12, 8):
+        assert game.play(g, s, a)
+    t = tt.new_table(20000, 26)
+    c = np.zeros(uct.N_COUNTERS, np.int64)
+    uct.run_simulations(t, g, s, uct.history_array([game.position_hash(g, s)]), params(), new_rng(2), 3000, c)
+    root = uct.find_node(t, g, s)
+    assert t.visits[root] == 3000 == t.child_visits[root].sum()
+    kids = {int(t.child_move[root, j]): int(t.child_visits[root, j]) for j in range(t.n_children[root])}
+    assert kids[25] > 0  # the pass was tried (and ended those simulations at once)

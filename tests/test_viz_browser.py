@@ -1,8 +1,11 @@
 """Headless Chromium opens the dashboard: every view's plots render with data and no JavaScript errors
 (recorded traces, compare mode), and live telemetry shows up on screen within a second."""
 
+import os
 import shutil
+import signal
 import statistics
+import subprocess
 import time
 
 import pytest
@@ -173,3 +176,54 @@ def test_live_telemetry_reaches_the_screen_within_a_second(browser, tmp_path):
         assert stones and stones[0]["n"] > 0  # the tree snapshot from telemetry: the answer so far
         assert not _js_errors(driver), _js_errors(driver)
         assert dash.status()["live"]["received"] == 12 * 20
+
+
+def _run_engine(args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """`treesplit search ...` in its own process group, so a timeout also ends its MPI ranks."""
+    from conftest import ROOT, treesplit_cmd
+
+    p = subprocess.Popen(treesplit_cmd() + ["search", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=ROOT, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+@pytest.mark.mpi
+@pytest.mark.slow  # MPI ranks start slowly on a loaded machine (15 s idle, 90 s seen under load)
+def test_live_dashboard_of_a_real_4_rank_engine_run(browser, tmp_path):
+    """The engine (4 search ranks + 1 broadcast rank) pushes telemetry; the page shows it; its trace replays."""
+    driver = browser
+    with Dashboard("--live", "127.0.0.1:0", log=tmp_path / "live.log") as dash:
+        driver.get(f"{dash.url}/load")
+        _wait_rendered(driver)
+        trace = tmp_path / "engine-trace"
+        r = _run_engine(["--algo", "treesplit", "--ranks", "4", "--bcast-ranks", "1", "--threads", "2",
+                         "--seconds", "1", "--trace", str(trace), "--telemetry", f"127.0.0.1:{dash.udp_port}"],
+                        timeout=120)
+        assert r.returncode == 0, r.stderr[-3000:]
+        st = dash.status()["live"]
+        assert st["rejected"] == 0 and st["ranks"] == [0, 1, 2, 3, 4] and st["received"] >= 5
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            state = driver.execute_script(PAGE_STATE_JS)
+            heat = [g for g in state["glyphs"] if g["source"] == "load.heat"]
+            if heat and heat[0]["n"] > 0:
+                break
+            time.sleep(0.2)
+        assert heat and heat[0]["n"] > 0
+        driver.save_screenshot(str(tmp_path / "engine-live.png"))
+        assert not _js_errors(driver), _js_errors(driver)
+    from model.trace import read_trace
+    from viz.rundata import RunData
+    from viz.views import VIEWS, TreeShape
+
+    d = RunData.from_trace(read_trace(trace))
+    assert d.n_ranks == 5 and d.sims.sum() > 0 and len(d.msgs) > 0
+    for cls in VIEWS.values():
+        cls(d)
+    assert len(TreeShape(d).pv.data["move"]) >= 2

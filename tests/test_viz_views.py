@@ -243,3 +243,19 @@ def test_bins_follow_each_ranks_sampling_interval(tmp_path):
     d = RunData.from_trace(read_trace(tmp_path))
     assert d.bin_s == pytest.approx(0.1)
     assert np.count_nonzero(d.sims[1:-1] == 0) == 0  # no empty bins between samples
+
+
+def test_simulator_io_core_worker_minus_one(tmp_path):
+    """The simulator records its IO core as worker -1: a row "r.io" and a core labelled IO."""
+    meta = Meta(runtime="sim", algo="treesplit", machine="m", versions={"x": "y"}, ranks={"search": 2, "broadcast": 0},
+                threads=3, t_end=1.0)
+    with TraceWriter(tmp_path, meta) as w:
+        w.package(0.0, 0.5, 0, -1, "io", -1)
+        w.package(0.0, 1.0, 0, 0, "playout", 1)
+        w.package(0.5, 1.0, 1, 1, "select", 2)
+    d = RunData.from_trace(read_trace(tmp_path))
+    assert d.worker_rows == ["0.io", "0.0", "1.1"]
+    np.testing.assert_allclose(d.worker_busy.mean(axis=1), [0.5, 1.0, 0.5], atol=1e-9)
+    v = Teaching(d)
+    cores = list(zip(v.cores.data["rank"], v.cores.data["label"]))
+    assert cores == [(0, "IO"), (0, "worker 0"), (1, "worker 1")]

@@ -53,7 +53,8 @@ def busy_per_bin(group: np.ndarray, t_start: np.ndarray, t_end: np.ndarray, n_gr
     g = group.astype(np.int64) * T
     same = bs == be
     size = n_groups * T
-    acc = np.bincount(g[same] + bs[same], weights=(e - s)[same], minlength=size)
+    acc = np.zeros(size)  # (bincount of nothing is an int array: start from floats)
+    acc += np.bincount(g[same] + bs[same], weights=(e - s)[same], minlength=size)
     d = ~same
     acc += np.bincount(g[d] + bs[d], weights=((bs[d] + 1) * b - s[d]), minlength=size)
     acc += np.bincount(g[d] + be[d], weights=(e[d] - be[d] * b), minlength=size)

@@ -11,7 +11,7 @@ from bokeh.models import Div, HelpTool, TabPanel, Tabs
 from bokeh.resources import INLINE
 
 from model.trace import read_trace
-from viz.rundata import RunData
+from viz.rundata import RunData, trace_labels
 from viz.views import VIEWS
 
 # Teaching steps through events with server callbacks; a static page shows the other views.
@@ -19,7 +19,7 @@ REPORT_VIEWS = ["overview", "load", "traffic", "tree"]
 
 
 def build_report(dirs: list[Path], out: Path) -> Path:
-    datas = [RunData.from_trace(read_trace(d)) for d in dirs]
+    datas = [RunData.from_trace(read_trace(d), label=lab) for d, lab in zip(dirs, trace_labels(dirs))]
     ranges: dict = {}
     views = [[VIEWS[n](d, ranges=ranges, static=True) for n in REPORT_VIEWS] for d in datas]
     tabs = []

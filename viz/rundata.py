@@ -175,7 +175,7 @@ class RunData:
         t_end = _t_end(meta, pk, ms, sm, trace.tree)
         R = max(M + B, _max_rank(pk["rank"], ms["src"], ms["dst"], sm["rank"]) + 1)
         tick = sampling_interval(sm)
-        bin_s = nice_step(t_end, max_bins, tick)
+        bin_s = nice_step(t_end, max_bins, 0.9 * tick)  # (ticks jitter a little)
         T = max(1, math.ceil(t_end / bin_s - 1e-9))
         edges = np.arange(T + 1) * bin_s
         rate = float(meta.get("sample_rate") or 1.0)
@@ -191,13 +191,24 @@ class RunData:
         tree = trace.tree
         if len(tree) and not tree["t"].is_monotonic_increasing:
             tree = tree.sort_values("t", kind="stable").reset_index(drop=True)
-        if len(pk) and not pk["t_start"].is_monotonic_increasing:
+        if len(pk) and not pk["t_start"].is_monotonic_increasing:  # the teaching view steps in time order
             pk = pk.sort_values("t_start", kind="stable").reset_index(drop=True)
+        if len(ms) and not ms["t_send"].is_monotonic_increasing:
+            ms = ms.sort_values("t_send", kind="stable").reset_index(drop=True)
         return cls(label=label or trace.path.name, meta=meta, n_search=M, n_bcast=B, n_ranks=R, t_end=t_end,
                    bin_s=bin_s, sims=sims, playouts=playouts, nodes=nodes, in_flight=in_flight, busy=busy,
                    queue=queue, worker_rows=worker_rows, worker_busy=worker_busy, msgs=msgs, kinds=kinds,
                    kind_bins=kind_bins(msgs, len(kinds), edges), tree=tree, packages=pk, messages=ms,
                    samples=sm, source="trace")
+
+
+def trace_labels(paths: list) -> list[str]:
+    """A short label per trace directory: its name, or its last two parts when two traces share a name."""
+    from pathlib import Path
+
+    parts = [Path(p).resolve().parts for p in paths]
+    names = [p[-1] for p in parts]
+    return [n if names.count(n) < 2 else "/".join(p[-2:]) for n, p in zip(names, parts)]
 
 
 def sampling_interval(sm: pd.DataFrame) -> float:
@@ -345,16 +356,20 @@ def _in_flight_from_packages(pk: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
 
 
 def _worker_busy(pk: pd.DataFrame, edges: np.ndarray, rate: float) -> tuple[list[str], np.ndarray]:
-    """Busy fraction per (rank, worker) and bin, from the package intervals."""
+    """Busy fraction per (rank, worker) and bin, from the package intervals. Rows are labelled "rank.worker"
+    ("rank.io" for a negative worker id, which the simulator gives its IO core)."""
     T = len(edges) - 1
     if not len(pk):
         return [], np.zeros((0, T))
     rank, worker = pk["rank"].to_numpy().astype(np.int64), pk["worker"].to_numpy().astype(np.int64)
-    key = rank * (int(worker.max()) + 1) + worker
+    wmin = min(int(worker.min()), 0)
+    span = int(worker.max()) - wmin + 1
+    key = (rank - min(int(rank.min()), 0)) * span + (worker - wmin)
     keys, row = np.unique(key, return_inverse=True) if len(key) < 4096 else _dense_unique(key)
-    busy = busy_per_bin(row, pk["t_start"].to_numpy(), pk["t_end"].to_numpy(), len(keys), edges)
-    wmax = int(worker.max()) + 1
-    rows = [f"{k // wmax}.{k % wmax}" for k in keys.tolist()]
+    busy = busy_per_bin(row.ravel(), pk["t_start"].to_numpy(), pk["t_end"].to_numpy(), len(keys), edges)
+    first = np.zeros(len(keys), np.int64)
+    first[row.ravel()[::-1]] = np.arange(len(key))[::-1]  # one package of each row, for its label
+    rows = [f"{rank[i]}.{worker[i] if worker[i] >= 0 else 'io'}" for i in first.tolist()]
     return rows, np.clip(busy / (edges[1] * rate), 0.0, 1.0)
 
 

@@ -23,7 +23,8 @@ import time
 from typing import Any
 
 DEFAULT_LAYOUTS = "2x1,2x2"
-METRICS = ("sims_per_s", "pps", "nps", "messages_per_sim", "hops_per_sim", "bytes_per_sim", "busy_frac")
+METRICS = ("sims_per_s", "pps", "nps", "messages_per_sim", "hops_per_sim", "bytes_per_sim", "busy_frac",
+           "cpu_us_per_sim")
 
 
 def register(kinds) -> None:
@@ -95,10 +96,13 @@ def _run_shared(algo: str, threads: int, board: int, seconds: float, policy: str
     searcher = algorithms.make_searcher(algo, algorithms.make_config(algo, {}, threads=threads, seed=1))
     searcher.search(pos, Budget(sims=64))  # load the kernels outside the measurement
     searcher.reset()
+    cpu0 = time.process_time()
     r = searcher.search(pos, Budget(seconds=seconds))
+    cpu = time.process_time() - cpu0
     searcher.close()
     return {"sims_per_s": r.sims_per_s, "pps": r.pps, "nps": r.nps, "messages_per_sim": 0.0,
-            "hops_per_sim": 0.0, "bytes_per_sim": 0.0, "busy_frac": 1.0, "sims": r.sims}
+            "hops_per_sim": 0.0, "bytes_per_sim": 0.0, "busy_frac": 1.0, "sims": r.sims,
+            "cpu_us_per_sim": 1e6 * cpu / max(r.sims, 1)}
 
 
 def _run_mpi(c: dict[str, Any], board: int, seconds: float, policy: str, params: dict[str, str]) -> dict[str, float]:
@@ -144,10 +148,12 @@ def _run(args: argparse.Namespace) -> int:
         _print(board, rows)
         traced = [lbl for lbl in rows if lbl.endswith("+trace")]
         if traced:
-            base = rows[traced[0][: -len(" +trace")]]["sims_per_s"]
-            cost = 1 - rows[traced[0]]["sims_per_s"] / base if base else float("nan")
-            print(f"  recording a trace costs {100 * cost:.1f}% of sims/s ({traced[0]})")
-            rows[traced[0]]["trace_cost"] = cost
+            plain, with_trace = rows[traced[0][: -len(" +trace")]], rows[traced[0]]
+            cost = 1 - with_trace["sims_per_s"] / plain["sims_per_s"] if plain["sims_per_s"] else float("nan")
+            cpu_cost = with_trace["cpu_us_per_sim"] / plain["cpu_us_per_sim"] - 1 if plain["cpu_us_per_sim"] else 0
+            print(f"  recording a trace ({traced[0]}): {100 * cost:+.1f}% of sims/s lost, "
+                  f"{100 * cpu_cost:+.1f}% CPU per simulation")
+            with_trace["trace_cost"], with_trace["trace_cpu_cost"] = cost, cpu_cost
     name = args.name or ("bench_parallel_scaling" if args.scaling else "bench_parallel")
     path = write_json(name, {"seconds": args.seconds, "repeats": args.repeats, "policy": args.policy,
                              "params": params, "cpu_count": os.cpu_count(),
@@ -159,8 +165,8 @@ def _run(args: argparse.Namespace) -> int:
 def _print(board: int, rows: dict[str, dict[str, Any]]) -> None:
     print(f"\n{board}x{board} Go, medians:")
     print(f"  {'configuration':24s} {'sims/s':>9s} {'speedup':>8s} {'PPS':>9s} {'NPS':>8s} {'msg/sim':>8s} "
-          f"{'hops/sim':>8s} {'B/sim':>8s} {'busy':>5s}")
+          f"{'hops/sim':>8s} {'B/sim':>8s} {'busy':>5s} {'CPU us/sim':>10s}")
     for label, r in rows.items():
         print(f"  {label:24s} {r['sims_per_s']:9.0f} {r['speedup']:8.2f} {r['pps']:9.0f} {r['nps']:8.0f} "
               f"{r['messages_per_sim']:8.2f} {r['hops_per_sim']:8.2f} {r['bytes_per_sim']:8.0f} "
-              f"{r['busy_frac']:5.2f}")
+              f"{r['busy_frac']:5.2f} {r['cpu_us_per_sim']:10.0f}")

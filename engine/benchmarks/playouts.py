@@ -9,6 +9,8 @@ experiments/results/bench-playouts-<board>-<policy>.json.
 
     treesplit bench playouts --board 9
     treesplit bench playouts --board 19 --policy light --json
+    treesplit bench playouts --game loa                   (Lines of Action, start position; --board ignored;
+                                                            written to bench-playouts-loa-<policy>.json)
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ import time
 def register(kinds) -> None:
     p = kinds.add_parser("playouts", help="Go playouts per second on one core (median of several runs)",
                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--game", choices=("go", "loa"), default="go", help="game (default go)")
     p.add_argument("--board", type=int, default=9, help="board size, 2..19 (default 9)")
-    p.add_argument("--policy", choices=("random", "light"), default="random", help="playout policy")
+    p.add_argument("--policy", choices=("random", "light", "knowledge"), default="random",
+                   help="playout policy (Go: random, light; LOA: random, knowledge)")
     p.add_argument("--komi", type=float, default=7.0, help="komi (default 7)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--runs", type=int, default=5, help="timed runs (default 5)")
@@ -33,15 +37,25 @@ def register(kinds) -> None:
 
 
 def measure(board: int, policy: str, komi: float = 7.0, seed: int = 1, runs: int = 5,
-            seconds: float = 1.0) -> dict:
+            seconds: float = 1.0, game: str = "go") -> dict:
     from model.errors import ConfigError
-    from model.go.board import go_playout_batch as run_playouts
-    from model.go.board import make_params, new_state
     from model.rng import new_rng
 
     if runs < 1 or seconds <= 0:
         raise ConfigError("runs must be >= 1 and seconds > 0")
-    g = make_params(board, komi, policy)
+    if game == "loa":
+        from model.loa.board import loa_playout_batch as run_playouts
+        from model.loa.board import make_params as loa_params
+        from model.loa.board import new_state
+
+        if policy not in ("random", "knowledge"):
+            raise ConfigError(f"LOA playout policy: random or knowledge, not {policy!r}")
+        g = loa_params(policy)
+    else:
+        from model.go.board import go_playout_batch as run_playouts
+        from model.go.board import make_params, new_state
+
+        g = make_params(board, komi, policy)
     s0 = new_state(g)
     rng = new_rng(seed)
     t0 = time.perf_counter()
@@ -64,7 +78,8 @@ def measure(board: int, policy: str, komi: float = 7.0, seed: int = 1, runs: int
         cpu_shares.append(cpu / wall)
         playouts_total += n
     return {
-        "board": board, "policy": policy, "komi": komi, "seed": seed, "runs": runs, "seconds_per_run": seconds,
+        "game": game, "board": board if game == "go" else 8, "policy": policy, "komi": komi, "seed": seed,
+        "runs": runs, "seconds_per_run": seconds,
         "playouts_per_s_median": statistics.median(rates), "playouts_per_s_min": min(rates),
         "playouts_per_s_max": max(rates), "playouts_per_s_runs": rates,
         "playouts_per_cpu_s_median": statistics.median(cpu_rates),
@@ -76,12 +91,14 @@ def measure(board: int, policy: str, komi: float = 7.0, seed: int = 1, runs: int
 def _run(args) -> int:
     from model.results import write_json
 
-    res = measure(args.board, args.policy, args.komi, args.seed, args.runs, args.seconds)
-    path = write_json(f"bench-playouts-{args.board}-{args.policy}", res)
+    res = measure(args.board, args.policy, args.komi, args.seed, args.runs, args.seconds, args.game)
+    tag = "loa" if args.game == "loa" else args.board
+    path = write_json(f"bench-playouts-{tag}-{args.policy}", res)
     if args.json:
         print(json.dumps(res, indent=2))
     else:
-        print(f"playouts {args.board}x{args.board} {args.policy}: median {res['playouts_per_s_median']:,.0f}/s "
+        where = "LOA" if args.game == "loa" else f"{args.board}x{args.board}"
+        print(f"playouts {where} {args.policy}: median {res['playouts_per_s_median']:,.0f}/s "
               f"(min {res['playouts_per_s_min']:,.0f}, max {res['playouts_per_s_max']:,.0f}; "
               f"{args.runs} runs of >= {args.seconds:g} s), {res['moves_per_playout']:.1f} moves/playout, "
               f"on-CPU share {res['cpu_share_median']:.2f} "

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from engine import algorithms
     from engine.sequential import Position
     from engine.timecontrol import Budget
-    from model import game
+    from model import game, tt
     from model.config import parse_overrides
     from model.errors import UserError
     from model.results import write_json
@@ -64,26 +64,31 @@ def run(args: argparse.Namespace) -> int:
         game.run_playouts(g, s, rng, n_playouts)
         return n_playouts / (time.perf_counter() - t0), n_playouts / (time.process_time() - c0)
 
-    def search(name, cfg) -> tuple[float, float]:
-        searcher = algorithms.make_searcher(name, cfg)
-        searcher._table_for(g)  # allocate outside the clocks, as an engine does once at start-up
+    # One searcher per algorithm, its table allocated and paged in once, as an engine does at start-up;
+    # every run starts from an empty table all the same.
+    searchers = {"sequential": algorithms.make_searcher("sequential", seq_cfg)}
+    if with_tree:
+        searchers["tree"] = algorithms.make_searcher("tree", tree_cfg)
+    for searcher in searchers.values():
+        tt.prefault(searcher.table_for(g))
+
+    def search(name) -> tuple[float, float]:
+        searcher = searchers[name]
+        tt.clear(searcher.table)
         c0 = time.process_time()
         res = searcher.search(pos, Budget(sims=sims))
         cpu = time.process_time() - c0
-        searcher.close()
         return res.sims / res.seconds, res.sims / cpu
 
-    # warm-up: compile or load every kernel, touch the allocator
+    # warm-up: compile or load every kernel
     game.run_playouts(g, s, new_rng(1), 5)
-    search("sequential", seq_cfg)
-    if with_tree:
-        search("tree", tree_cfg)
+    for name in searchers:
+        search(name)
     kinds = ["playouts", "sequential"] + (["tree"] if with_tree else [])
     runs: dict[str, list[float]] = {}
     for _ in range(args.repeats):
         for kind in kinds:
-            wall, cpu = playouts() if kind == "playouts" else \
-                search(kind, seq_cfg if kind == "sequential" else tree_cfg)
+            wall, cpu = playouts() if kind == "playouts" else search(kind)
             runs.setdefault(f"{kind}_per_s", []).append(wall)
             runs.setdefault(f"{kind}_per_cpu_s", []).append(cpu)
     med = {k: statistics.median(v) for k, v in runs.items()}

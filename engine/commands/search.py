@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
     from engine.sequential import Position
     from engine.timecontrol import Budget
+    from model import tt
     from model.game import GameSpec
 
     config = algorithms.make_config(args.algo, parse_overrides(args.param), seed=args.seed, threads=args.threads,
@@ -78,8 +79,11 @@ def run(args: argparse.Namespace) -> int:
     g, s = spec.make()
     pos = Position.initial(g, s)
     searcher = algorithms.make_searcher(args.algo, config)
-    searcher.search(pos, Budget(sims=1))  # compiles (or loads) the kernels outside the timed search
-    searcher.reset()
+    # Outside the timed search: allocate and page in the table (an engine does it once), compile or load the
+    # kernels with one simulation, then empty the table again.
+    tt.prefault(searcher.table_for(g))
+    searcher.search(pos, Budget(sims=1))
+    tt.clear(searcher.table)
     res = searcher.search(pos, Budget(sims=args.sims, seconds=args.seconds))
     searcher.close()
     move = action_name(args.game, args.board, res.action)

@@ -90,7 +90,7 @@ def run_distributed(config: DistributedConfig, timeout: float | None = None) -> 
         cmd = mpiexec_command(config, spec, result)
         # own session: a terminal's Ctrl-C reaches mpiexec once, through us (twice would make Hydra kill
         # the ranks before they close their trace parts)
-        proc = subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         try:
             rc = proc.wait(timeout)
         except KeyboardInterrupt:
@@ -105,6 +105,18 @@ def run_distributed(config: DistributedConfig, timeout: float | None = None) -> 
             return json.loads(result.read_text())
         except (OSError, json.JSONDecodeError) as e:
             raise DistributedError(f"the MPI job ended but rank 0 left no result ({e})") from None
+
+
+def _die_with_parent() -> None:
+    """In the mpiexec child: get SIGINT if this process dies (even by SIGKILL), so the ranks never outlive
+    their launcher (mpiexec passes the SIGINT on; the ranks close their traces and exit)."""
+    try:
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+    except (OSError, AttributeError):  # not Linux: the ranks' watchdog is the backstop
+        pass
 
 
 def _interrupt(proc: subprocess.Popen) -> None:

@@ -1,18 +1,21 @@
 """One MPI rank of a distributed search: an IO thread (the caller's, the only one that calls MPI) and
 worker threads, hosting one role (engine.mpi.host).
 
-The IO loop, one turn:
+Role callbacks run under one lock per rank, never two at once: a worker that finishes a package takes the
+lock and lets the role turn the result into the next packages (its own queue first, so a simulation that
+stays on the rank stays on its core) and messages (into the outbox); the IO thread takes it for what comes
+from outside. The IO loop, one turn:
     receive what arrived (MPI probe + receive, byte buffers) -> role.on_message / the CONTROL protocol
-    hand finished packages back -> role.on_work_done
-    deliver messages the rank sent to itself; run one package itself if it has no workers (threads = 1)
-    send what the role asked for (batched Isends), forget completed sends
-    every 1 ms: time for the role and the CONTROL protocol; every 100 ms: a trace sample; 200 ms: telemetry
-    nothing happened -> wait up to IDLE_WAIT for a worker to finish something (no busy spinning)
+    deliver messages the rank sent to itself; without workers (threads = 1), run packages for INLINE_SLICE
+    send the outbox (batched Isends), forget completed sends
+    every 1 ms: time for the role (timers) and the CONTROL protocol; every 100 ms: a trace sample;
+    every 200 ms: telemetry
+    nothing happened -> wait up to IDLE_WAIT for a worker's message (no busy spinning)
 
 Failures never hang the job: an exception on any thread prints one clear line and aborts the MPI job
 (mpiexec then stops every rank with a non-zero exit); a watchdog thread aborts when the loop, the
 simulations or the shutdown stop moving for `stall_timeout` seconds. SIGINT/SIGTERM close the trace part
-(readable unmerged) and exit 130.
+(readable unmerged) and exit 130. `kill -USR1 <pid>` prints every thread's stack.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from engine.mpi.config import DistributedConfig
 from engine.mpi.host import Host, make_host
 from engine.mpi.recorder import SAMPLE_EVERY, TELEMETRY_EVERY, Recorder
 from engine.mpi.workers import WorkerPool
-from model.errors import ConfigError
+from model.errors import ConfigError, UserError
 
 IDLE_WAIT = 0.0005  # longest sleep of an idle IO thread before it polls the network again
 TICK_EVERY = 0.001
@@ -82,28 +85,36 @@ class RankRuntime:
         if self.size != cfg.world_size:
             raise ConfigError(f"the MPI job has {self.size} ranks but the search needs {cfg.world_size} "
                               f"({cfg.ranks} search + {cfg.resolved_bcast_ranks()} broadcast)")
+        import faulthandler
+
+        if hasattr(signal, "SIGUSR1"):
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
         restore = self._install_signals()
         try:
             return self._run()
         except Interrupted:
             self._interrupted()
             raise
-        except BaseException as e:
-            if isinstance(e, SystemExit):
-                raise
-            from model.errors import UserError
-
-            if isinstance(e, UserError):
-                self.abort(str(e))
-            if isinstance(e, WorkerFailed):
-                self.abort(str(e), e.details)
+        except UserError as e:
+            self.abort(str(e))
+        except WorkerFailed as e:
+            self.abort(str(e), e.details)
+        except Exception as e:
             self.abort(f"{type(e).__name__}: {e}", traceback.format_exc())
         finally:
             restore()
+        return None  # not reached: abort() ends the process
 
     def _run(self) -> dict[str, Any] | None:
         cfg = self.config
-        self.host = host = make_host(cfg, self.rank, self.size, self.cache)
+        # Rank 0 builds its role first: that loads (or, after a code change, compiles and caches) the numba
+        # kernels once, and the other ranks then load them from the cache instead of all compiling at once.
+        if self.rank == 0:
+            self.host = host = make_host(cfg, self.rank, self.size, self.cache)
+            self.comm.Barrier()
+        else:
+            self.comm.Barrier()
+            self.host = host = make_host(cfg, self.rank, self.size, self.cache)
         # before the clock starts: rank 0's meta.json costs imports and file writes
         self.rec = Recorder(self.rank, cfg.trace, self._meta() if self.rank == 0 else None,
                             cfg.trace_sample_rate, cfg.telemetry)
@@ -156,6 +167,7 @@ class RankRuntime:
         now, rec, local, inline, outbox = self.now, self.rec, self.local, self.inline, self.outbox
         apply, recording, rank = self._apply, self.rec.writer is not None, self.rank
         messages = rec.messages
+        self.cpu0 = time.process_time()
         with lock:
             apply(host.start())
         next_tick = 0.0
@@ -285,7 +297,7 @@ class RankRuntime:
         t = self.now()
         return {
             "rank": self.rank, "t": t, "workers": self.workers, "inline": self.pool is None,
-            "busy_time": self.busy_time(), "counters": {k: int(v) for k, v in self.host.counters().items()},
+            "busy_time": self.busy_time(), "cpu_time": time.process_time() - self.cpu0, "counters": {k: int(v) for k, v in self.host.counters().items()},
             "sent": [[d, k, c, b] for (d, k), (c, b) in sorted(self.ep.sent.items())],
             "app_sent": self.ep.app_sent, "app_received": self.ep.app_received,
             "mpi_sends": self.ep.mpi_sends, "mpi_receives": self.ep.mpi_receives,

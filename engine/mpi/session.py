@@ -102,13 +102,13 @@ class SessionClient:
     """A session in an MPI job of its own; commands go to rank 0's stdin, answers come from its stdout."""
 
     def __init__(self, world_size: int, mpiexec_args: list | None = None):
-        from engine.mpi.launch import mpiexec_path
+        from engine.mpi.launch import _die_with_parent, mpiexec_path
 
         cmd = [mpiexec_path(), *map(str, mpiexec_args or []), "-n", str(world_size), sys.executable, "-m",
                "engine.mpi.session"]
         self.world_size = world_size
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_die_with_parent)
         atexit.register(self.close)
 
     def command(self, cmd: dict) -> dict:

@@ -41,6 +41,9 @@ def summarise(cfg: DistributedConfig, control: ctl.Control, host_result: dict[st
         "messages_per_sim": per_sim(messages), "bytes_per_sim": per_sim(nbytes),
         "hops_per_sim": per_sim(app.get("MOVE", [0, 0])[0]),
         "busy_frac": min(1.0, busy),
+        # CPU seconds of every thread of every rank (search and drain): less sensitive to a loaded machine
+        "cpu_seconds": sum(r.get("cpu_time", 0.0) for r in reports),
+        "cpu_us_per_sim": per_sim(1e6 * sum(r.get("cpu_time", 0.0) for r in reports)),
         "messages_by_kind": {k: {"count": c, "bytes": b} for k, (c, b) in sorted(by_kind.items())},
         "mpi_messages": sum(r["mpi_sends"] for r in reports),
         "stop_reason": control.stop_reason,
@@ -62,7 +65,7 @@ def format_text(res: dict[str, Any]) -> str:
         f"PPS {res['pps']:.1f}; NPS {res['nps']:.1f}",
         f"messages: {res['messages']} ({res['messages_per_sim']:.2f}/sim, {res['bytes_per_sim']:.1f} bytes/sim, "
         f"{res['mpi_messages']} MPI messages); hops/sim {res['hops_per_sim']:.2f}",
-        f"worker busy fraction: {res['busy_frac']:.2f}",
+        f"worker busy fraction: {res['busy_frac']:.2f}; CPU {res['cpu_us_per_sim']:.0f} us/sim",
     ]
     if "root_visits" in res:
         lines.append(f"root visits: {res['root_visits']}")

@@ -7,9 +7,12 @@
 All go_* functions are numba kernels (@njit(cache=True, nogil=True)) callable from Python and from other
 kernels. Those that allocate nothing are compiled with _nrt=False: numba then emits no reference counting
 on their array arguments, which would otherwise be atomic increments on every call (costly per move, and
-contended between worker threads sharing g). The position layout and the rules are in model/go/rules.py, the playout policies in
-model/go/playout.py. Positional superko needs history, so it is not here: it is the game record's
-(model/go/game.py) and the search's business, through go_position_hash.
+contended between worker threads sharing g). The position layout and the rules are in model/go/rules.py,
+the playout policies in model/go/playout.py. Positional superko needs history, so it is not here: it is the
+game record's (model/go/game.py) and the search's business, through go_position_hash.
+
+Numba's cache does not notice when a kernel's callees change in another file: after editing rules.py or
+playout.py, delete the *.nbi/*.nbc files under model/ (and those of any cached kernel that calls these).
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from numba import njit, uint64
 
 from model.errors import ConfigError
 from model.go.playout import ownership, playout, playout_batch, policy_move
-from model.go.rules import (A_COLOR, A_EMPTY, A_HEAD, G_GAME, G_KOMI2, G_LEN, G_MAX_MOVES, G_P, G_POLICY, G_SIZE,
-                            G_W, GAME_ID, HEADER, MAX_SIZE, MIN_SIZE, POLICY_LIGHT, POLICY_RANDOM, S_HASH,
+from model.go.rules import (A_COLOR, A_EMPTY, A_HEAD, G_GAME, G_KOMI2, G_LEN, G_MAX_MOVES, G_P, G_POLICY,
+                            G_SIZE, G_W, GAME_ID, HEADER, MAX_SIZE, MIN_SIZE, POLICY_LIGHT, POLICY_RANDOM, S_HASH,
                             S_KO, S_MOVES, S_N_EMPTY, S_PASSES, S_TO_MOVE, ZOBRIST_SIDE, area_owner, area_score,
-                            init_state, is_eye, is_legal_point, liberty_count, place_stone, play_pass, play_point, point_of)
+                            init_state, is_eye, is_legal_point, liberty_count, place_stone, play_pass, play_point,
+                            point_of)
 
 POLICIES = {"random": POLICY_RANDOM, "light": POLICY_LIGHT}
 MAX_ABS_KOMI = 1000.0
@@ -255,7 +259,8 @@ def state_with_stones(g: np.ndarray, black: list[int], white: list[int], to_move
     for player, stones in ((0, black), (1, white)):
         for a in stones:
             p = int(point_of(size, int(a)))
-            if s[HEADER + A_COLOR * P + p] != player + 1 or liberty_count(s, P, s[HEADER + A_HEAD * P + p]) == 0:
+            head = s[HEADER + A_HEAD * P + p]
+            if s[HEADER + A_COLOR * P + p] != player + 1 or liberty_count(s, P, head) == 0:
                 raise ConfigError(f"setup stone at action {a}: its chain has no liberty")
     s[S_TO_MOVE] = to_move
     return s

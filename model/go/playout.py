@@ -19,9 +19,10 @@ import numpy as np
 from numba import njit, uint64
 
 from model.go.patterns import PAT3
-from model.go.rules import (A_COLOR, A_EMPTY, A_HEAD, A_NEXT, EMPTY, G_MAX_MOVES, G_POLICY, G_SIZE,
+from model.go.rules import (A_COLOR, A_EMPTY, A_HEAD, A_NEXT, EMPTY, G_KOMI2, G_MAX_MOVES, G_POLICY, G_SIZE,
                             HEADER, POLICY_LIGHT, S_LAST, S_MOVES, S_N_EMPTY, S_PASSES, S_TO_MOVE, area_owner,
-                            area_score, atari_liberty, in_atari, is_eye, is_legal_point, play_pass, play_point)
+                            area_score, atari_liberty, in_atari, is_eye, is_legal_point, play_pass, play_point,
+                            simple_area_score)
 from model.rng import next_u64, random
 
 # light policy: chance that each rule is tried (the rest of the time it is skipped, for diversity)
@@ -54,7 +55,7 @@ def random_move(s, P, W, col, rng):
     return -1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def _gains_liberties(s, P, W, p, col):
     """Playing col at p leaves the new chain with at least two liberties (or captures something)."""
     C = HEADER + A_COLOR * P
@@ -89,7 +90,7 @@ def _gains_liberties(s, P, W, p, col):
     return False
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def _capture_next_to(s, P, W, h, col):
     """A legal move for col that captures an opponent chain touching chain h, or -1."""
     C = HEADER + A_COLOR * P
@@ -118,13 +119,13 @@ def pattern_code(s, P, W, p):
             | (s[C + p + 1] << 8) | (s[C + p + W - 1] << 10) | (s[C + p + W] << 12) | (s[C + p + W + 1] << 14))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def matches_pattern(s, P, W, p):
     code = pattern_code(s, P, W, p)
     return (PAT3[code >> 6] >> uint64(code & 63)) & uint64(1) != uint64(0)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def heuristic_move(s, P, W, col, rng):
     """The light policy's rules 1-3 around the last move; -1 if none applies."""
     last = s[S_LAST]
@@ -209,6 +210,9 @@ def playout(g, s, rng, amaf):
             if amaf[a] == -1:
                 amaf[a] = player
             play_point(s, P, W, p)
+    ok, total = simple_area_score(s, P, W)
+    if ok:
+        return total - g[G_KOMI2] * 0.5
     return area_score(g, s)
 
 

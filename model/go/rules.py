@@ -108,43 +108,49 @@ def atari_liberty(s, P, h):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _frees(s, P, n, col):
+    """Neighbour n makes a col stone next to it legal: n is empty, an own chain with a second liberty, or an
+    opponent chain in atari (captured)."""
+    c = s[HEADER + A_COLOR * P + n]
+    if c == EMPTY:
+        return True
+    if c == col:
+        return not in_atari(s, P, s[HEADER + A_HEAD * P + n])
+    if c != BORDER:
+        return in_atari(s, P, s[HEADER + A_HEAD * P + n])
+    return False
+
+
+@njit(cache=True, nogil=True, inline="always")
 def is_legal_point(s, P, W, p, col):
     """Colour col may play on point p: empty, not the ko point, not suicide."""
-    C = HEADER + A_COLOR * P
-    if s[C + p] != EMPTY or p == s[S_KO]:
+    if s[HEADER + A_COLOR * P + p] != EMPTY or p == s[S_KO]:
         return False
-    H = HEADER + A_HEAD * P
-    for k in range(4):
-        n = p - W if k == 0 else (p - 1 if k == 1 else (p + 1 if k == 2 else p + W))
-        c = s[C + n]
-        if c == EMPTY:
-            return True
-        if c == col:
-            if not in_atari(s, P, s[H + n]):
-                return True
-        elif c != BORDER:
-            if in_atari(s, P, s[H + n]):
-                return True
-    return False
+    return _frees(s, P, p - W, col) or _frees(s, P, p - 1, col) or _frees(s, P, p + 1, col) \
+        or _frees(s, P, p + W, col)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _own_or_edge(s, P, n, col):
+    c = s[HEADER + A_COLOR * P + n]
+    return c == col or c == BORDER
 
 
 @njit(cache=True, nogil=True, inline="always")
 def is_eye(s, P, W, p, col):
     """p is a single-point eye of colour col: all neighbours col (or border) and not a false eye
     (at most one opponent diagonal in the middle, none on the edge)."""
+    if not (_own_or_edge(s, P, p - W, col) and _own_or_edge(s, P, p - 1, col) and _own_or_edge(s, P, p + 1, col)
+            and _own_or_edge(s, P, p + W, col)):
+        return False
     C = HEADER + A_COLOR * P
-    for n in (p - W, p - 1, p + 1, p + W):
-        c = s[C + n]
-        if c != col and c != BORDER:
-            return False
-    bad = 0
-    edge = 0
-    for n in (p - W - 1, p - W + 1, p + W - 1, p + W + 1):
-        c = s[C + n]
-        if c == BORDER:
-            edge = 1
-        elif c != col and c != EMPTY:
-            bad += 1
+    d1 = s[C + p - W - 1]
+    d2 = s[C + p - W + 1]
+    d3 = s[C + p + W - 1]
+    d4 = s[C + p + W + 1]
+    opp = 3 - col
+    bad = int(d1 == opp) + int(d2 == opp) + int(d3 == opp) + int(d4 == opp)
+    edge = int(d1 == BORDER or d2 == BORDER or d3 == BORDER or d4 == BORDER)
     return bad + edge < 2
 
 
@@ -172,7 +178,7 @@ def _empty_add(s, P, p):
 
 # --- placing a stone ----------------------------------------------------------------------------------------
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def _merge(s, P, big, small):
     """Chain `small` joins chain `big` (both heads)."""
     H = HEADER + A_HEAD * P
@@ -191,12 +197,18 @@ def _merge(s, P, big, small):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _give_liberty(s, P, n, d):
+    """If n is a stone, its chain gains the packed liberty d."""
+    c = s[HEADER + A_COLOR * P + n]
+    if c == BLACK or c == WHITE:
+        s[HEADER + A_LIB * P + s[HEADER + A_HEAD * P + n]] += d
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _remove_chain(s, P, W, h):
     """Take chain h off the board; returns the number of stones."""
     C = HEADER + A_COLOR * P
-    H = HEADER + A_HEAD * P
     N = HEADER + A_NEXT * P
-    LB = HEADER + A_LIB * P
     col = s[C + h]
     hsh = s[S_HASH]
     count = 0
@@ -214,10 +226,10 @@ def _remove_chain(s, P, W, h):
     q = h
     while True:
         d = lib_pair(q)
-        for n in (q - W, q - 1, q + 1, q + W):
-            c = s[C + n]
-            if c == BLACK or c == WHITE:
-                s[LB + s[H + n]] += d
+        _give_liberty(s, P, q - W, d)
+        _give_liberty(s, P, q - 1, d)
+        _give_liberty(s, P, q + 1, d)
+        _give_liberty(s, P, q + W, d)
         q = s[N + q]
         if q == h:
             break
@@ -225,6 +237,34 @@ def _remove_chain(s, P, W, h):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _touch(s, P, W, p, n, col, dp, h, captured, ko_point):
+    """place_stone's work for neighbour n of the new col stone at p (h: head of the new stone's chain)."""
+    C = HEADER + A_COLOR * P
+    H = HEADER + A_HEAD * P
+    LB = HEADER + A_LIB * P
+    CS = HEADER + A_CSIZE * P
+    c = s[C + n]
+    if c == EMPTY:
+        s[LB + h] += lib_pair(n)
+    elif c == col:
+        hn = s[H + n]
+        s[LB + hn] -= dp
+        if hn != h:
+            if s[CS + hn] >= s[CS + h]:
+                _merge(s, P, hn, h)
+                h = hn
+            else:
+                _merge(s, P, h, hn)
+    elif c != BORDER:
+        hn = s[H + n]
+        s[LB + hn] -= dp
+        if s[LB + hn] == 0:
+            captured += _remove_chain(s, P, W, hn)
+            ko_point = n
+    return h, captured, ko_point
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def place_stone(s, P, W, p, col):
     """Put a col stone on empty point p, merge, capture; sets the ko point. No legality check, no turn change.
     Returns the number of stones captured."""
@@ -241,31 +281,15 @@ def place_stone(s, P, W, p, col):
     s[CS + p] = 1
     s[LB + p] = 0
     dp = lib_pair(p)
-    opp = 3 - col
     h = p
     captured = 0
     ko_point = -1
-    # One pass over the neighbours. An opponent chain touching p at several points reaches 0 pseudo-liberties
-    # only at its last contact, so no later neighbour belongs to a chain already taken off.
-    for n in (p - W, p - 1, p + 1, p + W):
-        c = s[C + n]
-        if c == EMPTY:
-            s[LB + h] += lib_pair(n)
-        elif c == col:
-            hn = s[H + n]
-            s[LB + hn] -= dp
-            if hn != h:
-                if s[CS + hn] >= s[CS + h]:
-                    _merge(s, P, hn, h)
-                    h = hn
-                else:
-                    _merge(s, P, h, hn)
-        elif c == opp:
-            hn = s[H + n]
-            s[LB + hn] -= dp
-            if s[LB + hn] == 0:
-                captured += _remove_chain(s, P, W, hn)
-                ko_point = n
+    # One pass over the neighbours (unrolled). An opponent chain touching p at several points reaches 0
+    # pseudo-liberties only at its last contact, so no later neighbour belongs to a chain already taken off.
+    h, captured, ko_point = _touch(s, P, W, p, p - W, col, dp, h, captured, ko_point)
+    h, captured, ko_point = _touch(s, P, W, p, p - 1, col, dp, h, captured, ko_point)
+    h, captured, ko_point = _touch(s, P, W, p, p + 1, col, dp, h, captured, ko_point)
+    h, captured, ko_point = _touch(s, P, W, p, p + W, col, dp, h, captured, ko_point)
     # simple ko: one stone taken by a lone stone whose only liberty is the point just emptied
     if captured == 1 and s[CS + h] == 1 and (s[LB + h] & LIB_COUNT_MASK) == 1:
         s[S_KO] = ko_point
@@ -332,7 +356,8 @@ def area_owner(g, s, out):
     region = np.empty(size * size, dtype=np.int64)
     total = 0
     for a in range(size * size):
-        p = (a // size + 1) * W + a % size + 1
+        r = a // size  # once per point, and only outside playouts (they use simple_area_score)
+        p = (r + 1) * W + a - r * size + 1
         c = s[C + p]
         if c == BLACK:
             out[a] = 1
@@ -367,6 +392,33 @@ def area_owner(g, s, out):
                 q = region[i]
                 out[(q // W - 1) * size + q % W - 1] = v
     return total
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def simple_area_score(s, P, W):
+    """(True, Black - White area) when every empty point is surrounded by one colour (with the border), as at
+    the end of nearly every playout; (False, 0) when some empty region is larger than a point. No komi."""
+    C = HEADER + A_COLOR * P
+    total = 0
+    for p in range(W + 1, P - W - 1):
+        c = s[C + p]
+        if c == BLACK:
+            total += 1
+        elif c == WHITE:
+            total -= 1
+        elif c == EMPTY:
+            reach = 0
+            for n in (p - W, p - 1, p + 1, p + W):
+                cn = s[C + n]
+                if cn == EMPTY:
+                    return False, 0
+                if cn != BORDER:
+                    reach |= cn
+            if reach == BLACK:
+                total += 1
+            elif reach == WHITE:
+                total -= 1
+    return True, total
 
 
 @njit(cache=True, nogil=True, _nrt=True)  # allocates, also when called from an _nrt=False kernel

@@ -22,7 +22,8 @@ Every callback returns an `Actions` (base.py): `pkgs` (work packages to run on t
     role.idle() -> bool            the role holds nothing it will act on by itself
     role.stats() / role.report()   counters for the trace samples / the final JSON report; the report
                                    of a rank that holds the root's statistics has "root" and "best_move"
-                                   (treesplit, root: every rank; tds: the root's owner; leaf: the master)
+                                   (treesplit, root, hybrid: every search rank; tds, dfuct: the root's
+                                   owner; leaf: the master)
 
 start/on_message/on_work_done/on_timer/stop/final_sync are called from ONE thread (the IO thread) and
 never concurrently with each other; execute may run concurrently with them and with itself. A rank's
@@ -61,6 +62,9 @@ Algorithms
                (every simulation starts with a MOVE to the root's owner)
     root       root parallelisation: root.py
     leaf       leaf parallelisation (MLMP/SLMP): leaf.py
+    dfuct      TDS with depth-first UCT (delayed, merged backpropagation): dfuct.py
+    hybrid     groups of treesplit ranks joined by root parallelisation: hybrid.py (each group's ranks run
+               treesplit.py / broadcast.py under global rank numbers)
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ from model.roles.base import Actions, Layout, Package, Role, RoleStats, Setup, d
 from model.roles.messages import Message, decode
 from model.roles.params import split_params
 
-ALGORITHMS = ("treesplit", "tds", "root", "leaf")
+ALGORITHMS = ("treesplit", "tds", "root", "leaf", "dfuct", "hybrid")
 
 
 def make_role(algo: str, rank: int, layout: Layout, setup: Setup, params: dict[str, Any] | None = None,
@@ -86,6 +90,10 @@ def make_role(algo: str, rank: int, layout: Layout, setup: Setup, params: dict[s
         from model.roles.broadcast import TreesplitBroadcast
 
         return TreesplitBroadcast(rank, layout, own)
+    if algo == "hybrid":
+        from model.roles.hybrid import make_hybrid_role
+
+        return make_hybrid_role(rank, layout, setup, uct, own, table)
     if layout.bcast_ranks:
         from model.errors import ConfigError
 
@@ -94,6 +102,10 @@ def make_role(algo: str, rank: int, layout: Layout, setup: Setup, params: dict[s
         from model.roles.root import RootSearch
 
         return RootSearch(rank, layout, setup, uct, own, table)
+    if algo == "dfuct":
+        from model.roles.dfuct import DfuctSearch
+
+        return DfuctSearch(rank, layout, setup, uct, own, table)
     from model.roles.leaf import LeafMaster, LeafWorker
 
     if rank == 0:

@@ -7,9 +7,11 @@ receiver rebuilds it with `decode(kind, src, dst, sim_id, data)`. `msg.nbytes` i
 encoded size, so traces and the network model count the bytes the engine would send.
 
 Payloads:
-    Steps    MOVE, PLAYOUT_FWD, JOB     a simulation's state-action stack (STEP records)
+    Steps    MOVE, PLAYOUT_FWD, JOB     a simulation's state-action stack (STEP records); a df-UCT job
+                                        adds one FRAME per step and its simulation tickets
     Result   UPDATE, RESULT             a game result (first player's view, as game.playout returns it),
-                                        the step records the receiver backs up, optionally the AMAF map
+                                        the step records the receiver backs up, optionally the AMAF map;
+                                        a df-UCT report adds one FRAME per step (merged increments)
     Stats    DUP, SYNC, BCAST, MERGE    statistics increments of tree nodes (STAT records), with the
                                         broadcast origin and routing dimension (model/topology.py)
 """
@@ -34,9 +36,16 @@ STEP = np.dtype([("hash", "<u8"), ("action", "<i2"), ("rank", "<i2"), ("idx", "<
 STAT = np.dtype([("hash", "<u8"), ("idx", "<i2"), ("move", "<i2"), ("n", "<i4"), ("w", "<f4"),
                  ("an", "<i4"), ("aw", "<f4")])
 NODE_ROW = -1
+# df-UCT (model/roles/dfuct.py): beside each STEP record of a job, what the job saw when it selected there
+# (the node's visits; the best child, which is the step's idx, and the second-best child with their visit
+# counts including others' virtual loss, and value sums) and the results gathered below the node and not
+# yet reported to its owner: dn visits, dw reward for the player to move at the node.
+FRAME = np.dtype([("visits", "<i4"), ("second", "<i2"), ("n_best", "<f4"), ("w_best", "<f4"),
+                  ("n_second", "<f4"), ("w_second", "<f4"), ("dn", "<i4"), ("dw", "<f4")])
 
 _STEPS_HEAD = struct.Struct("<I")
 _RESULT_HEAD = struct.Struct("<dII")
+_FRAMES_HEAD = struct.Struct("<Ii")  # frames, tickets (a Result's frames carry no tickets: 0)
 _STATS_HEAD = struct.Struct("<iiI")
 
 
@@ -47,42 +56,72 @@ def _records(data: memoryview, offset: int, dtype: np.dtype, n: int) -> np.ndarr
     return np.frombuffer(data, dtype=dtype, count=n, offset=offset)
 
 
-class Steps:
-    __slots__ = ("steps",)
+def _frames_nbytes(frames: np.ndarray | None) -> int:
+    return 0 if frames is None else _FRAMES_HEAD.size + frames.nbytes
 
-    def __init__(self, steps: np.ndarray):
+
+def _frames_bytes(frames: np.ndarray | None, tickets: int) -> bytes:
+    return b"" if frames is None else _FRAMES_HEAD.pack(len(frames), tickets) + frames.tobytes()
+
+
+def _frames_tail(data: memoryview, offset: int) -> tuple[np.ndarray | None, int]:
+    """The optional FRAME tail after a payload's other records: (frames or None, tickets)."""
+    if offset >= len(data):
+        return None, 0
+    if len(data) - offset < _FRAMES_HEAD.size:
+        raise ValueError(f"message has {len(data) - offset} stray bytes after its records")
+    n, tickets = _FRAMES_HEAD.unpack_from(data, offset)
+    return _records(data, offset + _FRAMES_HEAD.size, FRAME, n), tickets
+
+
+class Steps:
+    """frames/tickets: a df-UCT job's (None for every other algorithm: then nothing more is sent)."""
+
+    __slots__ = ("steps", "frames", "tickets")
+
+    def __init__(self, steps: np.ndarray, frames: np.ndarray | None = None, tickets: int = 0):
         self.steps = steps
+        self.frames = frames
+        self.tickets = tickets
 
     @property
     def nbytes(self) -> int:
-        return _STEPS_HEAD.size + self.steps.nbytes
+        return _STEPS_HEAD.size + self.steps.nbytes + _frames_nbytes(self.frames)
 
     def encode(self) -> bytes:
-        return _STEPS_HEAD.pack(len(self.steps)) + self.steps.tobytes()
+        return _STEPS_HEAD.pack(len(self.steps)) + self.steps.tobytes() + _frames_bytes(self.frames, self.tickets)
 
     @classmethod
     def decode(cls, data: memoryview) -> "Steps":
         (n,) = _STEPS_HEAD.unpack_from(data, 0)
-        return cls(_records(data, _STEPS_HEAD.size, STEP, n))
+        steps = _records(data, _STEPS_HEAD.size, STEP, n)
+        frames, tickets = _frames_tail(data, _STEPS_HEAD.size + steps.nbytes)
+        return cls(steps, frames, tickets)
 
 
 class Result:
-    __slots__ = ("result", "steps", "amaf")
+    """frames: a df-UCT report's merged increments, one per step record (None for every other algorithm)."""
 
-    def __init__(self, result: float, steps: np.ndarray, amaf: np.ndarray | None = None):
+    __slots__ = ("result", "steps", "amaf", "frames")
+
+    def __init__(self, result: float, steps: np.ndarray, amaf: np.ndarray | None = None,
+                 frames: np.ndarray | None = None):
         self.result = result
         self.steps = steps
         self.amaf = amaf
+        self.frames = frames
 
     @property
     def nbytes(self) -> int:
-        return _RESULT_HEAD.size + self.steps.nbytes + (0 if self.amaf is None else self.amaf.nbytes)
+        return (_RESULT_HEAD.size + self.steps.nbytes + (0 if self.amaf is None else self.amaf.nbytes)
+                + _frames_nbytes(self.frames))
 
     def encode(self) -> bytes:
         na = 0 if self.amaf is None else len(self.amaf)
         parts = [_RESULT_HEAD.pack(self.result, len(self.steps), na), self.steps.tobytes()]
         if na:
             parts.append(self.amaf.astype(np.int8, copy=False).tobytes())
+        parts.append(_frames_bytes(self.frames, 0))
         return b"".join(parts)
 
     @classmethod
@@ -90,7 +129,8 @@ class Result:
         result, n, na = _RESULT_HEAD.unpack_from(data, 0)
         steps = _records(data, _RESULT_HEAD.size, STEP, n)
         amaf = _records(data, _RESULT_HEAD.size + steps.nbytes, np.dtype(np.int8), na) if na else None
-        return cls(result, steps, amaf)
+        frames, _ = _frames_tail(data, _RESULT_HEAD.size + steps.nbytes + na)
+        return cls(result, steps, amaf, frames)
 
 
 class Stats:

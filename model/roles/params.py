@@ -85,9 +85,41 @@ class LeafParams(SearchParams):
         check(self.variant in ("mlmp", "slmp"), "variant", "one of mlmp, slmp")
 
 
+@dataclass
+class DfuctParams(SearchParams):
+    """TDS with depth-first UCT (model/roles/dfuct.py): jobs stay below a node while its best child stays best."""
+
+    report_every: int = 32        # a job reports a node's pending results once this many gathered (0: only
+    #                               when it leaves the node)
+    balance_k: float = 1.2        # K: forward playouts while more than K S_par / M jobs wait here
+    forward_playouts: bool = True
+
+    def validate(self) -> None:
+        super().validate()
+        check(isinstance(self.report_every, int) and self.report_every >= 0, "report_every", "must be an integer >= 0")
+        check(self.balance_k > 1, "balance_k", "K must be > 1 (seed 000 4.2.5)")
+
+
+@dataclass
+class HybridParams(TreesplitParams):
+    """Groups of UCT-Treesplit ranks joined by root parallelisation (model/roles/hybrid.py)."""
+
+    groups: int = 2               # G: the search ranks (and broadcast ranks) split into G equal groups
+    merge_every: int = 256        # a rank sends its merged-node increments to the other groups this often
+    merge_depth: int = 1          # tree levels below the root merged between groups (1: the root's children)
+
+    def validate(self) -> None:
+        super().validate()
+        check(isinstance(self.groups, int) and self.groups >= 1, "groups", "must be an integer >= 1")
+        check(isinstance(self.merge_every, int) and self.merge_every >= 1, "merge_every", "must be >= 1")
+        check(isinstance(self.merge_depth, int) and 1 <= self.merge_depth <= 4, "merge_depth", "must be in 1..4")
+
+
 ALGO_PARAMS: dict[str, type] = {"treesplit": TreesplitParams, "tds": TreesplitParams, "root": RootParams,
-                                "leaf": LeafParams}
+                                "leaf": LeafParams, "dfuct": DfuctParams, "hybrid": HybridParams}
 ALGO_DEFAULTS: dict[str, dict[str, Any]] = {"tds": {"n_dup": math.inf, "share_root": False}}
+# in-tree policy defaults that differ by algorithm: df-UCT's merged reports carry no AMAF data, so plain UCB
+UCT_DEFAULTS: dict[str, dict[str, Any]] = {"dfuct": {"rave": False, "c": 0.7}}
 
 
 def split_params(algo: str, values: dict[str, Any]) -> tuple[UctParams, Any]:
@@ -101,7 +133,9 @@ def split_params(algo: str, values: dict[str, Any]) -> tuple[UctParams, Any]:
     if unknown:
         known = ", ".join(sorted(uct_keys | algo_keys))
         raise ConfigError(f"--param {unknown[0]}: unknown for {algo} (known: {known})")
-    uct = from_dict(UctParams, {k: v for k, v in values.items() if k in uct_keys})
+    uct_values = dict(UCT_DEFAULTS.get(algo, {}))
+    uct_values.update({k: v for k, v in values.items() if k in uct_keys})
+    uct = from_dict(UctParams, uct_values)
     own = dict(ALGO_DEFAULTS.get(algo, {}))
     own.update({k: v for k, v in values.items() if k in algo_keys})
     return uct, from_dict(cls, own)

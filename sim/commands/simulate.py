@@ -15,13 +15,16 @@ def add_run_options(p: argparse.ArgumentParser, nodes_help: str) -> None:
     p.add_argument("--nodes", required=True, help=nodes_help)
     p.add_argument("--bcast-nodes", type=int, default=None,
                    help="broadcast nodes (default: 1 broadcast rank per 4 search ranks for treesplit, else 0)")
-    p.add_argument("--seconds", type=float, default=None, help="simulated seconds to measure")
+    p.add_argument("--seconds", type=float, default=None,
+                   help="simulated seconds to measure (default: 0.1 for simulate, 0.02 per point for predict)")
     p.add_argument("--warmup", type=float, default=None, help="simulated seconds before measuring (default 10%%)")
     p.add_argument("--fidelity", choices=("functional", "statistical"), default=None,
-                   help="functional: model/'s roles run for real; statistical: drawn from a fitted workload")
+                   help="functional: model/'s roles run for real; statistical: drawn from a fitted workload, "
+                        "~10x cheaper (default: functional for simulate, statistical for predict)")
     p.add_argument("--workload", metavar="TRACE_DIR", default=None,
                    help="statistical: fit the workload from this trace (default: the profile's, else built-in)")
-    p.add_argument("--game", choices=("pgame", "go"), default="pgame", help="game of the functional roles")
+    p.add_argument("--game", choices=("pgame", "go"), default="pgame",
+                   help="game of the functional roles (pgame: branching 16, depth 40; change with game.branching=..)")
     p.add_argument("--board", type=int, default=19, help="Go board size (default 19)")
     p.add_argument("--param", action="append", metavar="KEY=VALUE", default=[],
                    help="algorithm parameter (n_dup=2048), game.FIELD=V, or profile field (network.latency=2e-6)")

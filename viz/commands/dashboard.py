@@ -58,7 +58,7 @@ def run(args) -> int:
     from tornado.ioloop import IOLoop
 
     from viz.app import ALL_VIEWS, TraceProvider
-    from viz.rundata import RunData
+    from viz.rundata import RunData, trace_labels
     from viz.server import start_server
     providers: list = []
     listener = None
@@ -72,7 +72,7 @@ def run(args) -> int:
         listener = TelemetryListener(host, port, agg)
         listener.attach(loop)
         providers.append(LiveProvider(agg, listener.address))
-    providers += [TraceProvider(RunData.from_trace(t, label=_label(t.path, dirs))) for t in traces]
+    providers += [TraceProvider(RunData.from_trace(t, label=lab)) for t, lab in zip(traces, trace_labels(dirs))]
 
     def status_fn() -> dict:
         out = dict(status)
@@ -101,8 +101,3 @@ def run(args) -> int:
             listener.close()
     return 0
 
-
-def _label(path: Path, dirs: list[Path]) -> str:
-    """The trace's directory name, or its last two parts when two traces share a name."""
-    names = [d.resolve().name for d in dirs]
-    return path.resolve().name if names.count(path.resolve().name) < 2 else "/".join(path.resolve().parts[-2:])

@@ -4,7 +4,7 @@ distributions for many ranks, and the time window of a replay."""
 from __future__ import annotations
 
 import numpy as np
-from bokeh.models import ColumnDataSource, Div, HelpTool, HoverTool, Range1d
+from bokeh.models import BasicTicker, ColumnDataSource, Div, HelpTool, HoverTool
 from bokeh.palettes import Category10, Category20, Turbo256
 from bokeh.plotting import figure
 
@@ -39,8 +39,9 @@ def make_figure(title: str, help_text: str, x_label: str, y_label: str, *, x_ran
     return p
 
 
-def time_range(data: RunData) -> Range1d:
-    return Range1d(0.0, max(data.t_end, data.bin_s), bounds=None)
+def integer_ticks(axis) -> None:
+    """Rank axes: ticks on whole numbers only."""
+    axis.ticker = BasicTicker(min_interval=1)
 
 
 def rank_colors(n: int) -> list[str]:
@@ -92,6 +93,8 @@ class RankBars:
         self.fig.add_tools(HoverTool(renderers=[self.hist_r], tooltips=[(value_name, "@left{0,0.[000]} to @right{0,0.[000]}"),
                                                                       ("ranks", "@ranks")]))
         self.x_label, self.y_label = "rank (id)", y_label
+        self.rank_ticker = BasicTicker(min_interval=1)
+        self.value_ticker = BasicTicker()
 
     def set(self, values: np.ndarray) -> None:
         values = np.nan_to_num(np.asarray(values, dtype=np.float64))
@@ -101,8 +104,10 @@ class RankBars:
             self.bars.data = dict(rank=np.arange(len(values)), value=values)
             self.hist.data = dict(left=[], right=[], ranks=[])
             self.fig.xaxis.axis_label, self.fig.yaxis.axis_label = self.x_label, self.y_label
+            self.fig.xaxis.ticker = self.rank_ticker  # ranks are whole numbers
         else:
             counts, edges = np.histogram(values, bins=min(40, max(5, len(values) // 8)))
             self.hist.data = dict(left=edges[:-1], right=edges[1:], ranks=counts)
             self.bars.data = dict(rank=[], value=[])
             self.fig.xaxis.axis_label, self.fig.yaxis.axis_label = self.y_label, "ranks (count)"
+            self.fig.xaxis.ticker = self.value_ticker

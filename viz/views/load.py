@@ -11,7 +11,7 @@ from bokeh.palettes import Viridis256
 
 from viz.rundata import RunData
 from viz.views.base import View
-from viz.views.common import RankBars, caption, make_figure, window_bounds
+from viz.views.common import RankBars, caption, integer_ticks, make_figure, window_bounds
 
 FORWARD_KINDS = ["PLAYOUT_FWD"]
 
@@ -55,6 +55,7 @@ class LoadBalance(View):
         p.add_tools(HoverTool(renderers=[img], tooltips=[("time", "$x{0.[0000]} s"), (y_label, "$y{0}"),
                                                          ("busy fraction", "@image{0.000}")]))
         p.add_layout(ColorBar(color_mapper=self.mapper, width=10, title="busy"), "right")
+        integer_ticks(p.yaxis)
         p.grid.visible = False
         return p
 

@@ -123,7 +123,7 @@ class Overview(View):
         tree = d.tree_at(t)
         if self.board_fig is not None and d.board_size() and d.board_size() != self.board:
             self._set_board(d.board_size())
-        if self.board_fig is None or not len(tree):
+        if not len(tree):
             self.stones.data = {k: [] for k in self.stones.data}
             return None
         root, kids = root_children(tree)
@@ -131,9 +131,11 @@ class Overview(View):
         moves = tree["move"].to_numpy()[kids]
         visits = tree["visits"].to_numpy()[kids].astype(np.float64)
         wins = tree["wins"].to_numpy()[kids]
-        on_board = (moves >= 0) & (moves < n * n)
         best_i = int(np.argmax(visits)) if len(visits) else -1
-        best = move_name(int(moves[best_i]), n) if best_i >= 0 else None
+        best = move_name(int(moves[best_i]), n if self.board_fig is not None else None) if best_i >= 0 else None
+        if self.board_fig is None:  # not Go: the answer is named in the summary only
+            return best
+        on_board = (moves >= 0) & (moves < n * n)
         root_v = max(float(tree["visits"].to_numpy()[root]), 1.0)
         mv, vi, wi = moves[on_board], visits[on_board], wins[on_board]
         is_best = np.zeros(len(kids), bool)

@@ -47,7 +47,7 @@ class Teaching(View):
         self.log = Div(text="", width=300, height=520, styles={"overflow-y": "auto", "font-size": "9pt"})
         self.fig = make_figure(
             "Work and messages, event by event", "Each box is a rank (outer ring: search ranks, inner: broadcast "
-            "ranks); its squares are cores (IO thread first, then workers). A core is coloured while it runs a "
+            "ranks); its squares are its cores, one per worker id in the trace (IO first when the trace has one). A core is coloured while it runs a "
             "work package (blue select, purple expand, orange playout, green update, red bcast). Arrows are "
             "messages in flight (thick: the message of this step). Under each rank: tree nodes it stores and "
             "how many are duplicated. Step with the slider or the buttons.", "layout x (arbitrary units)",
@@ -93,31 +93,32 @@ class Teaching(View):
         self.ms = ms.iloc[: int(np.searchsorted(ms["t_send"].to_numpy(), t_last, side="right"))]
         R, M = max(d.n_ranks, 1), d.n_search
         threads = int(d.meta.get("threads") or 1)
-        workers = np.ones(R, np.int64)
-        workers[:M] = max(threads, 1)
+        # the cores the trace uses (the simulator gives its IO core worker -1); without packages, `threads`
+        cores: list[set[int]] = [set(range(max(threads, 1))) if r < M else {0} for r in range(R)]
         if len(pk):
-            mx = pk.groupby("rank", observed=True)["worker"].max()
-            for r, w in mx.items():
-                if 0 <= int(r) < R:
-                    workers[int(r)] = max(workers[int(r)], int(w) + 1)
+            cores = [set() for _ in range(R)]
+            seen = pk[["rank", "worker"]].drop_duplicates()
+            for r, w in zip(seen["rank"].astype(int), seen["worker"].astype(int)):
+                if 0 <= r < R:
+                    cores[r].add(w)
         pos = np.zeros((R, 2))
         for r in range(R):
             if r < M or M == R:
-                n, i, rad = (M if r < M else R), (r if r < M else r), 1.0
+                n, i, rad = (M if M else R), r, 1.0
             else:
                 n, i, rad = R - M, r - M, (0.0 if R - M == 1 else 0.42)
             a = math.pi / 2 - 2 * math.pi * i / max(n, 1)
             pos[r] = (rad * math.cos(a), rad * math.sin(a))
-        self.pos, self.workers = pos, workers
+        self.pos = pos
         cx, cy, rk, wk, lab = [], [], [], [], []
         for r in range(R):
-            W = int(workers[r])
-            for w in range(W):
-                cx.append(pos[r, 0] + (w - (W - 1) / 2) * CORE_W)
+            ws = sorted(cores[r]) or [0]
+            for j, w in enumerate(ws):
+                cx.append(pos[r, 0] + (j - (len(ws) - 1) / 2) * CORE_W)
                 cy.append(pos[r, 1])
                 rk.append(r)
                 wk.append(w)
-                lab.append("IO" if w == 0 and W > 1 else f"w{w}")
+                lab.append("IO" if w < 0 else f"worker {w}")
         self.core_x, self.core_y = np.array(cx), np.array(cy)
         self.core_rank, self.core_worker, self.core_label = np.array(rk), np.array(wk), lab
         self.core_of = {(r, w): i for i, (r, w) in enumerate(zip(rk, wk))}

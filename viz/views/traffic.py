@@ -14,7 +14,7 @@ from bokeh.palettes import Category20, Inferno256
 
 from viz.rundata import RunData
 from viz.views.base import View
-from viz.views.common import caption, make_figure, rank_colors, window_bounds
+from viz.views.common import caption, integer_ticks, make_figure, rank_colors, window_bounds
 
 BROADCAST_KINDS = ["SYNC", "BCAST", "DUP"]
 MAX_MATRIX_SIDE = 128  # above this many ranks, the matrix sums blocks of ranks (and says so)
@@ -56,6 +56,8 @@ class MessageTraffic(View):
         self.mat_fig.add_tools(HoverTool(renderers=[cells], tooltips=[
             ("from rank", "@src"), ("to rank", "@dst"), ("messages", "@count{0,0}"), ("bytes", "@bytes{0,0}")]))
         self.mat_fig.add_layout(ColorBar(color_mapper=self.mapper, width=10), "right")
+        integer_ticks(self.mat_fig.xaxis)
+        integer_ticks(self.mat_fig.yaxis)
         self.mat_note = Div(text="", width=470)
         js = CustomJS(args=dict(sel=self.kind_select, metric=self.metric, src=self.matrix, mapper=self.mapper),
                       code=_SWITCH_JS)

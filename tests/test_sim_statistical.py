@@ -1,0 +1,75 @@
+"""The statistical fidelity: its trace, its agreement with the functional fidelity, and the shape of the
+oculus scaling curve (a smoke test with short spans)."""
+
+import dataclasses
+
+import pytest
+
+from model.trace import read_trace
+from sim.predict import sweep
+from sim.simulate import SimConfig, prepare, simulate
+from sim.workload import fit_workload, workload_from_dict
+
+
+def test_statistical_trace_is_consistent(tmp_path):
+    s = simulate(SimConfig(algo="treesplit", nodes=4, seconds=0.02, fidelity="statistical", trace=str(tmp_path),
+                           sample_interval=0.005, sample_rate=0.5))
+    tr = read_trace(tmp_path)
+    assert tr.meta["runtime"] == "sim" and tr.meta["sample_rate"] == 0.5
+    assert tr.meta["extra"]["fidelity"] == "statistical"
+    assert (tr.messages["t_recv"] >= tr.messages["t_send"]).all()
+    assert (tr.packages["t_end"] >= tr.packages["t_start"]).all()
+    sampled = tr.packages.loc[tr.packages["sim_id"] >= 0, "sim_id"].nunique()
+    assert 0 < sampled < s["sims"] * 1.5  # about half of the simulations kept, whole
+    sm = tr.samples
+    assert len(sm) == sm["t"].nunique() * (8 + 2)  # every rank at every tick
+    assert s["hops_per_sim"] > 1 and 0.5 < s["busy_frac"] <= 1.0
+
+
+def test_statistical_agrees_roughly_with_functional(tmp_path):
+    base = SimConfig(algo="treesplit", nodes=2, seconds=0.04, warmup=0.01, params={"table_mb": 2})
+    fun = simulate(dataclasses.replace(base, fidelity="functional", trace=str(tmp_path)))
+    w = fit_workload(read_trace(tmp_path))
+    assert w.remote_steps.mean > 0
+    stat = simulate(dataclasses.replace(base, fidelity="statistical", workload=str(tmp_path)))
+    for key, tol in (("sims_per_s", 0.2), ("busy_frac", 0.15), ("hops_per_sim", 0.3)):
+        assert stat[key] == pytest.approx(fun[key], rel=tol), key
+    # and it is much cheaper per simulation
+    assert stat["wall_s"] / stat["sims"] < fun["wall_s"] / fun["sims"]
+
+
+def test_workload_overrides_and_validation():
+    from model.errors import ConfigError
+
+    s1 = simulate(SimConfig(nodes=2, seconds=0.01, fidelity="statistical", params={"workload.remote_steps": "0"}))
+    s2 = simulate(SimConfig(nodes=2, seconds=0.01, fidelity="statistical", params={"workload.remote_steps": "6"}))
+    assert s1["hops_per_sim"] < 0.5 < 2.5 < s2["hops_per_sim"]
+    with pytest.raises(ConfigError, match="workload.syncs_per_sim"):
+        workload_from_dict({"remote_steps": 1, "syncs_per_sim": -1})
+    with pytest.raises(ConfigError, match="drain"):
+        prepare(SimConfig(fidelity="statistical", drain=True))
+
+
+@pytest.mark.parametrize("algo", ["tds", "root", "leaf"])
+def test_other_algorithms(algo):
+    params = {"merge_every": 16} if algo == "root" else {}
+    s = simulate(SimConfig(algo=algo, nodes=2, seconds=0.01, fidelity="statistical", params=params))
+    assert s["sims_per_s"] > 0 and s["bcast_ranks"] == 0
+    kinds = s["messages_by_kind_per_s"]
+    expect = {"tds": "MOVE", "root": "MERGE", "leaf": "JOB"}[algo]
+    assert kinds.get(expect, 0) > 0
+
+
+def test_oculus_curve_shape():
+    """seed 000 4.3.2: the simulation rate scales uniformly up to 32(+8) nodes, then degrades; worker
+    workload drops past 32(+8); outgoing bandwidth per rank stays far below 16 Gbit/s."""
+    base = SimConfig(algo="treesplit", profile="oculus", seconds=0.012, warmup=0.006, fidelity="statistical")
+    rows = {r["nodes"]: r for r in sweep(base, [1, 8, 32, 128])}
+    rate = [rows[n]["sims_per_s"] for n in (1, 8, 32, 128)]
+    assert rate == sorted(rate)                      # more nodes, more simulations
+    assert rows[32]["efficiency"] > 0.85             # near-linear up to 32(+8)
+    assert rows[128]["efficiency"] < rows[32]["efficiency"] - 0.08  # degrading past it
+    assert rows[128]["busy_frac"] < rows[32]["busy_frac"] - 0.08
+    assert max(r["out_gbit_per_rank"] for r in rows.values()) < 16 / 4
+    assert max(r["bcast_out_gbit_per_rank"] for r in rows.values()) < 16 / 4
+    assert rows[128]["io_turnaround_s"] > rows[8]["io_turnaround_s"]  # MPI_Testsome over more peers
