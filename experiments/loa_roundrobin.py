@@ -137,7 +137,7 @@ def run(a: argparse.Namespace) -> int:
         raise UserError(f"--agents: two or more distinct of {', '.join(AGENTS)}")
     if a.games < 1 or a.sims < 1 or a.max_plies < 1 or a.jobs < 1:
         raise UserError("--games, --sims, --max-plies and --jobs must be >= 1")
-    jobs = [(b, w, seed, a.sims, a.max_plies) for b, w, seed in schedule(agents, a.games)]
+    jobs = [(b, w, a.sims, seed, a.max_plies) for b, w, seed in schedule(agents, a.games)]
     config = {"games_per_pair": a.games, "sims_per_move": a.sims, "max_plies": a.max_plies, "agents": agents,
               "agent_params": {n: AGENTS[n].as_dict() for n in agents}, "jobs": a.jobs}
     records: list[dict] = []

@@ -24,7 +24,7 @@ FIDELITIES = ("functional", "statistical")
 PROFILE_TABLES = ("node", "network", "io", "costs", "messages")
 # Wall seconds per simulated work package on one core of the development machine (sim/benchmarks/sim.py
 # measures them); only used to tell the user beforehand roughly how long a run will take.
-WALL_PER_PACKAGE = {"functional": 60e-6, "statistical": 12e-6}
+WALL_PER_PACKAGE = {"functional": 45e-6, "statistical": 14e-6}
 
 
 @dataclass
@@ -45,6 +45,7 @@ class SimConfig:
     sample_interval: float = 0.01
     seed: int = 0
     drain: bool = False             # after the run: stop, drain, final sync (the conservation invariants)
+    bundle: int = 1                 # statistical: simulations each modelled one stands for (sim/statistical.py)
 
     def validate(self) -> None:
         from model.roles import ALGORITHMS
@@ -59,6 +60,8 @@ class SimConfig:
         check(self.game in ("pgame", "go"), "game", "one of pgame, go")
         check(0 < self.sample_rate <= 1, "sample_rate", "need a fraction in (0, 1]")
         check(self.sample_interval > 0, "sample_interval", "need > 0")
+        check(isinstance(self.bundle, int) and self.bundle >= 1, "bundle", "need a whole number >= 1")
+        check(self.bundle == 1 or self.fidelity == "statistical", "bundle", "only the statistical fidelity bundles")
 
     @property
     def warmup_s(self) -> float:
@@ -116,11 +119,12 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
     uct, own = split_params(cfg.algo, algo_params)
     rpn = prof.node.ranks_per_node
     M = cfg.nodes * rpn
+    with_bcast = cfg.algo in ("treesplit", "hybrid")  # as the engine's DistributedConfig decides
     if cfg.bcast_nodes is None:
-        B = M // own.bcast_ratio if cfg.algo == "treesplit" else 0
+        B = M // own.bcast_ratio if with_bcast else 0
     else:
         B = cfg.bcast_nodes * rpn
-    if B > 0 and cfg.algo != "treesplit":
+    if B > 0 and not with_bcast:
         raise ConfigError(f"--bcast-nodes: {cfg.algo} has no broadcast ranks")
     if B > M:
         raise ConfigError(f"--bcast-nodes: {B} broadcast ranks for {M} search ranks; at most one per search rank")
@@ -134,6 +138,11 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
         setup = Setup(g=g, root=root, seed=cfg.seed)
         roles = [make_role(cfg.algo, r, layout, setup, algo_params) for r in range(layout.world)]
     else:
+        from sim.statistical import ALGOS as STAT_ALGOS
+
+        if cfg.algo not in STAT_ALGOS:
+            raise ConfigError(f"--algo {cfg.algo}: the statistical fidelity models {', '.join(STAT_ALGOS)}; "
+                              f"use --fidelity functional")
         if cfg.drain:
             raise ConfigError("--drain: only the functional fidelity runs roles that can be drained")
         from sim.workload import default_workload, workload_from_dict
@@ -155,7 +164,8 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
     meta = Meta(runtime="sim", algo=cfg.algo, game=cfg.game, board=cfg.board,
                 params={**dataclasses.asdict(uct), **dataclasses.asdict(own)}, ranks={"search": M, "broadcast": B},
                 threads=W + 1, machine=f"profile {prof.name}", seed=cfg.seed, sample_rate=cfg.sample_rate,
-                extra={"fidelity": cfg.fidelity, "nodes": cfg.nodes, "bcast_nodes": cluster.bcast_nodes,
+                extra={"fidelity": cfg.fidelity, "bundle": cfg.bundle, "nodes": cfg.nodes,
+                       "bcast_nodes": cluster.bcast_nodes,
                        "profile": prof.to_toml(), "game_spec": dataclasses.asdict(spec),
                        "workload": workload.to_toml() if workload else None})
     writer = TraceWriter(cfg.trace, meta) if cfg.trace else None
@@ -163,7 +173,7 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
         from sim.statistical import StatWorld
 
         world = StatWorld(cfg.algo, prof, cluster, layout, workload, own, seed=cfg.seed, trace_writer=writer,
-                          sample_rate=cfg.sample_rate, sample_interval=cfg.sample_interval)
+                          sample_rate=cfg.sample_rate, sample_interval=cfg.sample_interval, bundle=cfg.bundle)
     else:
         topo = None
         if B:
@@ -189,7 +199,7 @@ def estimate_wall(cfg: SimConfig, profile: Profile | None = None) -> float:
     seq = sum(prof.costs[k].mean for k in ("select", "playout", "update"))
     workers = cfg.nodes * prof.node.ranks_per_node * prof.node.workers_per_rank
     pkgs_per_sim = 6.0 if cfg.algo in ("treesplit", "tds") else 3.0
-    total = (cfg.seconds + cfg.warmup_s) * workers / max(seq, 1e-9) * pkgs_per_sim
+    total = (cfg.seconds + cfg.warmup_s) * workers / max(seq, 1e-9) * pkgs_per_sim / cfg.bundle
     return total * WALL_PER_PACKAGE[cfg.fidelity]
 
 

@@ -22,6 +22,10 @@ broadcast origin/dimension, and at each window's end book one `bcast` package an
 peers (model/topology.py) and one SYNC per client; a search rank takes the rows in (IO intake) and applies
 them in a `sync` package.
 
+At large scale, `bundle` G > 1 makes each modelled simulation stand for G that take the same path side by
+side (G packages at once on a rank's workers, G messages on a link): G times fewer simulations to model,
+at the price of burstier load. Counts and rates are those of all G.
+
 Algorithms: treesplit (the root is duplicated, so the first step is at the origin), tds (nothing
 duplicated; the root's owner is rank 0), root (whole simulations at their origin; MERGE to every rank each
 merge_every simulations), leaf (rank 0 selects and updates; JOB/RESULT to the other ranks round robin).
@@ -82,7 +86,7 @@ class StatWorld:
 
     def __init__(self, algo: str, profile: Profile, cluster: Cluster, layout, workload: Workload, params,
                  seed: int = 0, trace_writer=None, sample_rate: float = 1.0, sample_interval: float = 0.01,
-                 bin_width: float = 10e-6, worker_bin_width: float = 100e-6):
+                 bin_width: float = 10e-6, worker_bin_width: float = 100e-6, bundle: int = 1):
         if algo not in ALGOS:
             raise ValueError(algo)
         self.algo, self.profile, self.cluster, self.layout, self.workload = algo, profile, cluster, layout, workload
@@ -104,6 +108,7 @@ class StatWorld:
             topo = Topology(B, layout.peers)
         self.topo = topo
         self._fw: dict[tuple[int, int, int], list] = {}  # the topology's routing, which never changes
+        self._slots: dict[int, list[float]] = {}
         io = profile.io
         node_of = cluster.node_of()
         self.node_of = node_of
@@ -120,7 +125,10 @@ class StatWorld:
         self.nic_rx = [Pool(1, bin_width) for _ in range(n_nodes)]
         self.clients = {r: layout.clients(r) for r in range(M, M + B)}
         self.partner = [layout.partner(r) if B else -1 for r in range(M)]
-        self.s_par = max(1, round(W * M * params.overload))
+        # bundle G: each modelled simulation stands for G that take the same path side by side (G packages
+        # on G workers, G messages on the same link); counts are G times the modelled ones
+        self.G = G = max(1, int(bundle))
+        self.s_par = max(1, round(W * M * params.overload / G))
         self.per_rank = max(1, round(self.s_par / M))
         self.forward = getattr(params, "forward_playouts", True) and M > 1 and algo in ("treesplit", "tds")
         c = profile.costs
@@ -153,15 +161,35 @@ class StatWorld:
     # --- booking -----------------------------------------------------------------------------------------
     def work(self, r: _Rank, t: float, cost: float, kind: str, sim_id: int) -> float:
         """A package on r's workers (or, on a broadcast rank, its only core); returns its end."""
-        pool = r.workers or r.io
-        start, end = pool.book(t, cost)
-        r.pkgs[kind] = r.pkgs.get(kind, 0) + 1
+        G = self.G if sim_id >= 0 else 1
+        if r.workers is not None:
+            start, end = r.workers.book(t, cost * G, G)
+        else:
+            start, end = r.io.book(t, cost)
+        r.pkgs[kind] = r.pkgs.get(kind, 0) + G
         tr = self.trace
         if tr is not None and tr.keep(sim_id):
-            tr.w.package(start, end, r.rid, 0 if r.workers else -1, kind, sim_id)
+            for j in range(G):
+                tr.w.package(start, end, r.rid, self._slot(r, start, end), kind, sim_id * G + j if sim_id >= 0 else -1)
         if self.via_io and r.workers:
-            end = self._io(r, end, self._pm)  # the engine: a finished package goes back through the IO core
+            end = self._io(r, end, self._pm * G)  # the engine: a finished package goes back through the IO core
         return end
+
+    def _slot(self, r: _Rank, start: float, end: float) -> int:
+        """A worker number for the trace: the first whose last package ended by `start` (the pools have
+        no worker identity; this keeps a trace's per-worker rows from overlapping as far as it can)."""
+        ends = self._slots.get(r.rid)
+        if ends is None:
+            ends = self._slots[r.rid] = [0.0] * max(1, self.workers_per_rank if r.workers else 1)
+        best = 0
+        for i, e in enumerate(ends):
+            if e <= start + 1e-12:
+                best = i
+                break
+            if e < ends[best]:
+                best = i
+        ends[best] = end
+        return best if r.workers else -1
 
     def _io(self, r: _Rank, t: float, cost: float) -> float:
         """Input reaches r's IO core at t; it is noticed in the running iteration and handled in the next."""
@@ -180,6 +208,9 @@ class StatWorld:
             stats: bool = False, count: int = 1) -> float:
         """r's worker hands a message to r's IO core at t; returns when dst's IO core has handled it.
         count > 1: that many messages on the same link at once, of nbytes in all (a broadcast window)."""
+        if sim_id >= 0 and self.G > 1:
+            count *= self.G
+            nbytes *= self.G
         pb = self._pb
         base = (self._o + self._pm) * count
         t_send = self._io(r, t, base + nbytes * pb)
@@ -202,8 +233,9 @@ class StatWorld:
         r.bytes_out += nbytes
         tr = self.trace
         if tr is not None and tr.keep_msg(sim_id):
-            for _ in range(count):
-                tr.w.message(t_send, t_arr, r.rid, dst, kind, nbytes // count, sim_id)
+            for j in range(count):
+                tr.w.message(t_send, t_arr, r.rid, dst, kind, nbytes // count,
+                             sim_id * self.G + j % self.G if sim_id >= 0 else -1)
         d = self.ranks[dst]
         d.msgs_in += count
         return self._io(d, t_arr, base + nbytes * (pb + (self._spb if stats else 0.0)))
@@ -259,7 +291,7 @@ class StatWorld:
                 t = self.msg(r, t, dst, "PLAYOUT_FWD", self.b["PLAYOUT_FWD"], sid)
                 r = ranks[dst]
         t = self.work(r, t, s["playout"].next(), "playout", sid)
-        r.playouts += 1
+        r.playouts += self.G
         t_done = t
         for d in steps:
             if d == r.rid:
@@ -273,11 +305,12 @@ class StatWorld:
 
     def _sim_done(self, r: _Rank) -> None:
         t = self.now
-        r.sims_done += 1
+        G = self.G
+        r.sims_done += G
         w = self.workload
-        n = w.nodes_per_sim
+        n = w.nodes_per_sim * G
         r.nodes += int(n) + (1 if self.rng.random() < n - int(n) else 0)
-        r.sync_acc += w.syncs_per_sim
+        r.sync_acc += w.syncs_per_sim * G
         if r.sync_acc >= 1.0:
             k = int(r.sync_acc)
             r.sync_acc -= k
@@ -358,15 +391,17 @@ class StatWorld:
         if self.rng.random() < self.workload.expands_per_sim:
             t = self.work(r, t, s["expand"].next(), "expand", sid)
         t = self.work(r, t, s["playout"].next(), "playout", sid)
-        r.playouts += 1
+        r.playouts += self.G
         t = self.work(r, t, s["update"].next(), "update", sid)
         self.at(t, self._root_done, r)
 
     def _root_done(self, r: _Rank) -> None:
-        r.sims_done += 1
-        r.nodes += 1
-        r.done_local += 1
-        if self.M > 1 and r.done_local % self.merge_every == 0:
+        G = self.G
+        r.sims_done += G
+        r.nodes += G
+        before = r.done_local
+        r.done_local += G
+        if self.M > 1 and r.done_local // self.merge_every > before // self.merge_every:
             nb = self.b["MERGE"] * self.merge_depth
             for d in range(self.M):
                 if d != r.rid:
@@ -381,20 +416,20 @@ class StatWorld:
             t = self.work(master, t, s["expand"].next(), "expand", sid)
         if self.M == 1:
             t = self.work(master, t, s["playout"].next(), "playout", sid)
-            master.playouts += 1
+            master.playouts += self.G
         else:
             master.rr = master.rr % (self.M - 1) + 1
             wr = self.ranks[master.rr]
             t = self.msg(master, t, wr.rid, "JOB", self.b["JOB"], sid)
             t = self.work(wr, t, s["playout"].next(), "playout", sid)
-            wr.playouts += 1
+            wr.playouts += self.G
             t = self.msg(wr, t, 0, "RESULT", self.b["RESULT"], sid)
         t = self.work(master, t, s["update"].next(), "update", sid)
         self.at(t, self._leaf_done, master)
 
     def _leaf_done(self, r: _Rank) -> None:
-        r.sims_done += 1
-        r.nodes += 1
+        r.sims_done += self.G
+        r.nodes += self.G
         self.start_sim(0)
 
     # --- upkeep ------------------------------------------------------------------------------------------

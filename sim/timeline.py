@@ -2,7 +2,7 @@
 per time bin, so that work can be booked ahead of time and out of order.
 
 book(t, c) places c seconds of work that becomes ready at t, at most one server at a time (a package runs
-on one core): it takes what is left of each bin from t on, up to one bin width per bin, until c is placed,
+on one core; book(t, c, n) books n such packages side by side): it takes what is left of each bin from t on, up to one bin width per bin, until c is placed,
 and returns when it started and ended. Work booked earlier has taken its capacity first, which is
 first-come-first-served in booking order; when a pool is full, packages stretch over the bins and share
 it, as processor sharing would. Full bins are skipped with path-compressed "next bin with room" links, so
@@ -56,13 +56,15 @@ class Pool:
             b, nxt[i] = nxt[i], root
         return root
 
-    def book(self, t: float, c: float) -> tuple[float, float]:
-        h = self.h
+    def book(self, t: float, c: float, servers: int = 1) -> tuple[float, float]:
+        """Book c server-seconds ready at t on at most `servers` servers at once; returns (start, end)."""
+        h = self.h * servers
+        hb = self.h
         cap = self.cap
-        b = int(t / h)
+        b = int(t / hb)
         base = self.base
         if b < base:  # before the trimmed past: start at the oldest bin kept
-            b, t = base, base * h
+            b, t = base, base * hb
         self.booked += c
         used = self.used
         nxt = self.nxt
@@ -72,13 +74,13 @@ class Pool:
         # the first bin: only the part after t
         if nxt[i] == b:
             free = cap - used[i]
-            lim = (b + 1) * h - t
+            lim = ((b + 1) * hb - t) * servers
             take = lim if lim < free else free
             if take >= c:
                 used[i] += c
                 if cap - used[i] <= _EPS:
                     nxt[i] = b + 1
-                return t, t + c
+                return t, t + c / servers
             start = t
             used[i] += take
             rem = c - take
@@ -101,12 +103,12 @@ class Pool:
             free = cap - used[i]
             take = h if h < free else free
             if start < 0:
-                start = b * h
+                start = b * hb
             if take >= rem:
                 used[i] += rem
                 if cap - used[i] <= _EPS:
                     nxt[i] = b + 1
-                return start, b * h + rem
+                return start, b * hb + rem / servers
             used[i] += take
             rem -= take
             if cap - used[i] <= _EPS:

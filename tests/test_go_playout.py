@@ -165,3 +165,19 @@ def test_ownership_and_dead_stones():
     # Black 41 stones + A9 C9; White 34 stones + A1 C1 + E7 alive, E8 nobody's
     assert game.score() == (41 + 2) - (34 + 2 + 1) - 7.5
     assert game.final_score(100, seed=1) == (41 + 2 + 2) - (34 + 2) - 7.5  # E7 dead: E7, E8 Black's
+
+
+def test_bench_playouts_command(run_cli, tmp_path):
+    import json
+
+    r = run_cli("bench", "playouts", "--board", "5", "--policy", "light", "--runs", "2", "--seconds", "0.05",
+                "--json", "--results-dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["board"] == 5 and res["policy"] == "light" and len(res["playouts_per_s_runs"]) == 2
+    assert res["playouts_per_s_min"] <= res["playouts_per_s_median"] <= res["playouts_per_s_max"]
+    assert res["playouts_per_s_min"] > 0 and 5 < res["moves_per_playout"] <= 75
+    saved = json.loads((tmp_path / "bench-playouts-5-light.json").read_text())
+    assert saved["playouts_per_s_median"] == res["playouts_per_s_median"] and "machine" in saved
+    bad = run_cli("bench", "playouts", "--board", "25")
+    assert bad.returncode == 2 and "board size" in bad.stderr and "Traceback" not in bad.stderr

@@ -56,7 +56,7 @@ def test_make_params_validates():
 def test_game_id_matches_model_game():
     import model.game
 
-    assert getattr(model.game, "GO", 0) == B.make_params(9, 7.5)[0] == 0
+    assert model.game.GO == B.make_params(9, 7.5)[0] == 0
 
 
 def test_empty_board():

@@ -52,31 +52,36 @@ def test_nothing_lost_or_doubled(which, M):
         assert run.message_counts()[MOVE] > 0 and run.message_counts()[UPDATE_MSG] > 0
 
 
+def _dfuct_roles(which, M, sims, params):
+    roles, run, _ = _run("dfuct", which, M, sims, seed=7, params=params)
+    assert treesplit_problems(roles, run.sent) == []
+    return roles, run
+
+
 @pytest.mark.parametrize("which", sorted(GAMES))
 def test_reports_to_the_root_are_delayed_and_merged(which):
-    M = 4
-    sims = GAMES[which][2]
-    per_algo = {}
-    for algo in ("dfuct", "tds"):
-        roles, run, _ = _run(algo, which, M, sims, seed=11)
-        assert treesplit_problems(roles, run.sent) == []
-        root = next(r.rank for r in roles if r.holds_root())
-        updates = [m for m in run.sent if m.kind == UPDATE_MSG]
-        per_algo[algo] = (len(updates), sum(m.dst == root for m in updates), sum(len(m.payload.steps) for m in updates))
-    (df_all, df_root, df_records), (tds_all, tds_root, tds_records) = per_algo["dfuct"], per_algo["tds"]
-    assert df_all < tds_all and df_records < tds_records
-    assert df_root * 3 < tds_root  # the root's owner hears of far fewer simulations one by one
+    M, sims = 4, GAMES[which][2]
+    roles, run = _dfuct_roles(which, M, sims, {})
+    tds_roles, tds_run, _ = _run("tds", which, M, sims, seed=7)
+    assert treesplit_problems(tds_roles, tds_run.sent) == []
+    root_reports = sum(r.counts["root_reports"] for r in roles)
+    assert 0 < root_reports < sims  # TDS: one per simulation
+    assert run.message_counts()[UPDATE_MSG] < tds_run.message_counts()[UPDATE_MSG]
+    records = sum(r.counts["report_records"] for r in roles)
+    assert records < sum(r.counts["records_finished"] for r in roles)  # merged: several results per record
 
 
-def test_jobs_stay_deep_and_partial_reports_bound_the_delay():
-    resumes = {}
-    for every in (0, 8):
-        roles, run, _ = _run("dfuct", "pgame", 2, 1000, seed=5, params={"report_every": every})
-        assert treesplit_problems(roles, run.sent) == []
+def test_jobs_stay_deeper_with_a_switch_margin_and_partial_reports_bound_the_delay():
+    depth, root_reports, partial = {}, {}, {}
+    for margin, every in ((0.0, 0), (0.1, 0), (0.1, 2)):
+        roles, _ = _dfuct_roles("pgame", 4, 1200, {"switch_margin": margin, "report_every": every})
         c = sum((r.counts for r in roles), Counter())
-        resumes[every] = c["partial_reports"]
-        assert c["resume_depth"] > c["resumes"]  # on average a job selects again below the root's children
-    assert resumes[0] == 0 < resumes[8]
+        depth[margin, every] = c["resume_depth"] / c["resumes"]
+        root_reports[margin, every] = c["root_reports"]
+        partial[margin, every] = c["partial_reports"]
+    assert depth[0.1, 0] > 1 > depth[0.0, 0]  # mean depth where jobs select again (TDS: 0)
+    assert root_reports[0.1, 0] * 3 < 1200 and root_reports[0.1, 0] < root_reports[0.0, 0]
+    assert partial[0.1, 0] == 0 < partial[0.1, 2] and root_reports[0.1, 2] > root_reports[0.1, 0]
 
 
 @pytest.mark.parametrize("stop_after", [400, 3000])
@@ -134,16 +139,17 @@ def test_fold_keeps_the_job_below_while_the_best_stays_best():
     p = UctParams(rave=False, c=0.7).to_array()
     g, _ = make_game("pgame", **PGAME)
     steps, frames = _stack(3)
-    assert fold_result(g, p, steps, frames, 3, 1.0) == 2  # no switch: select again at the deepest node
+    assert fold_result(g, p, steps, frames, 3, 1.0, 0.0) == 2  # no switch: select again at the deepest node
     assert frames["dn"].tolist() == [1, 1, 1]
     assert frames["dw"].tolist() == [1.0, 0.0, 1.0]  # a first-player win, seen by each node's player
     assert frames["n_best"].tolist() == [51, 51, 51] and frames["visits"].tolist() == [101, 101, 101]
     frames[1]["w_second"] = frames[1]["w_best"]  # node 1's second child now as good: one more loss for
     frames[1]["n_second"] = frames[1]["n_best"]  # node 1's player there tips it
-    assert fold_result(g, p, steps, frames, 3, 1.0) == 1
+    assert fold_result(g, p, steps.copy(), frames.copy(), 3, 1.0, 0.5) == 2  # within the margin: stays
+    assert fold_result(g, p, steps, frames, 3, 1.0, 0.0) == 1
     frames[0]["w_second"] = frames[0]["w_best"] + 1.0  # a switch higher up wins
     frames[0]["n_second"] = frames[0]["n_best"]
-    assert fold_result(g, p, steps, frames, 3, 1.0) == 0
+    assert fold_result(g, p, steps, frames, 3, 1.0, 0.0) == 0
 
 
 def test_a_job_arriving_with_its_report_applies_it_before_selecting():

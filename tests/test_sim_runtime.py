@@ -136,9 +136,10 @@ def test_conservation_after_drain(functional_run):
     assert all(role.idle() for role in p.roles)
 
 
-@pytest.mark.parametrize("algo", ["tds", "root", "leaf"])
-def test_other_algorithms_drain_cleanly(algo):
-    cfg = SimConfig(algo=algo, nodes=1, seconds=0.005, fidelity="functional", drain=True, params={"table_mb": 2})
+@pytest.mark.parametrize("algo,nodes", [("tds", 1), ("root", 1), ("leaf", 1), ("dfuct", 1), ("hybrid", 4)])
+def test_other_algorithms_drain_cleanly(algo, nodes):
+    cfg = SimConfig(algo=algo, nodes=nodes, seconds=0.005, fidelity="functional", drain=True,
+                    params={"table_mb": 2})
     p = prepare(cfg)
     s = run(p)
     d = s["drain"]

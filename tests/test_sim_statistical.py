@@ -73,3 +73,12 @@ def test_oculus_curve_shape():
     assert max(r["out_gbit_per_rank"] for r in rows.values()) < 16 / 4
     assert max(r["bcast_out_gbit_per_rank"] for r in rows.values()) < 16 / 4
     assert rows[128]["io_turnaround_s"] > rows[8]["io_turnaround_s"]  # MPI_Testsome over more peers
+
+
+def test_bundles_are_cheaper_and_roughly_alike():
+    base = SimConfig(algo="treesplit", nodes=8, seconds=0.02, warmup=0.01, fidelity="statistical")
+    one = simulate(base)
+    four = simulate(dataclasses.replace(base, bundle=4))
+    assert four["events"] < one["events"] / 2
+    assert four["sims_per_s"] == pytest.approx(one["sims_per_s"], rel=0.25)
+    assert four["hops_per_sim"] == pytest.approx(one["hops_per_sim"], rel=0.1)

@@ -33,6 +33,8 @@ def register(kinds) -> None:
     p.add_argument("--runs", type=int, default=5, help="timed runs (default 5)")
     p.add_argument("--seconds", type=float, default=1.0, help="minimum seconds per run (default 1)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--results-dir", default=None, help="where to write the results file "
+                                                        "(default experiments/results)")
     p.set_defaults(func=_run)
 
 
@@ -89,11 +91,14 @@ def measure(board: int, policy: str, komi: float = 7.0, seed: int = 1, runs: int
 
 
 def _run(args) -> int:
+    from pathlib import Path
+
     from model.results import write_json
 
     res = measure(args.board, args.policy, args.komi, args.seed, args.runs, args.seconds, args.game)
     tag = "loa" if args.game == "loa" else args.board
-    path = write_json(f"bench-playouts-{tag}-{args.policy}", res)
+    path = write_json(f"bench-playouts-{tag}-{args.policy}", res,
+                      Path(args.results_dir) if args.results_dir else None)
     if args.json:
         print(json.dumps(res, indent=2))
     else:

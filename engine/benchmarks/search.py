@@ -7,7 +7,7 @@ an empty table. Two clocks: wall time (what a user sees; the tree's speedup) and
 (user + system, all threads), which gives the one-core rates undisturbed by other processes sharing the
 cores, and the tree's CPU efficiency: its sims per CPU-second against the sequential search's (near 1 means
 no parallel overhead, so T idle cores would give about T times the sequential rate).
-Results go to experiments/results/bench_search_<board>x<board>.json.
+Results go to experiments/results/bench-search-<board>-<policy>.json (as bench playouts names its files).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         out["tree_speedup"] = med["tree_per_s"] / med["sequential_per_s"]
         out["tree_cpu_efficiency"] = med["tree_per_cpu_s"] / med["sequential_per_cpu_s"]
     if not args.no_save:
-        out["saved_to"] = str(write_json(f"bench_search_{args.board}x{args.board}", out))
+        out["saved_to"] = str(write_json(f"bench-search-{args.board}-{args.policy}", out))
     if args.json:
         print(json.dumps(out, default=float))
         return 0

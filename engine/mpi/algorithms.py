@@ -19,7 +19,7 @@ from typing import Any
 from engine import algorithms
 from engine.mpi.config import DistributedConfig
 from model.config import check, parse_overrides
-from model.roles.params import ALGO_PARAMS, ALGO_DEFAULTS, split_params
+from model.roles.params import ALGO_DEFAULTS, ALGO_PARAMS, UCT_DEFAULTS, split_params
 from model.uct import UctParams
 
 DESCRIPTIONS = {
@@ -27,6 +27,8 @@ DESCRIPTIONS = {
     "tds": "transposition-table-driven scheduling: treesplit without duplication",
     "root": "root parallelisation: independent trees, near-root statistics merged now and then",
     "leaf": "leaf parallelisation: a master does the in-tree work, the other ranks playouts",
+    "dfuct": "TDS with depth-first UCT: delayed, merged backpropagation (Yoshizoe et al.)",
+    "hybrid": "groups of treesplit ranks joined by root parallelisation",
 }
 DEFAULT_RANKS = 2
 DEFAULT_THREADS = 2
@@ -40,10 +42,14 @@ def _param_names(algo: str) -> list[str]:
     return names
 
 
+def _defaults(algo: str) -> dict[str, Any]:
+    return {**{f.name: f.default for f in dataclasses.fields(UctParams)}, **UCT_DEFAULTS.get(algo, {}),
+            **{f.name: f.default for f in dataclasses.fields(ALGO_PARAMS[algo])}, **ALGO_DEFAULTS.get(algo, {})}
+
+
 def algo_params(algo: str, cfg) -> dict[str, Any]:
     """The --param values of a config that differ from the defaults (what the roles get)."""
-    defaults = {**{f.name: f.default for f in dataclasses.fields(UctParams)},
-                **{f.name: f.default for f in dataclasses.fields(ALGO_PARAMS[algo])}, **ALGO_DEFAULTS.get(algo, {})}
+    defaults = _defaults(algo)
     out = {n: getattr(cfg, n) for n in _param_names(algo) if getattr(cfg, n) != defaults.get(n)}
     if cfg.tt_mb is not None:
         out["table_mb"] = cfg.tt_mb
@@ -53,11 +59,11 @@ def algo_params(algo: str, cfg) -> dict[str, Any]:
 def _config_class(algo: str) -> type:
     uct = {f.name: f for f in dataclasses.fields(UctParams)}
     own = {f.name: f for f in dataclasses.fields(ALGO_PARAMS[algo])}
+    defaults = _defaults(algo)
     fields = list(_LAYOUT)
     for name in _param_names(algo):
         f = uct.get(name) or own[name]
-        default = ALGO_DEFAULTS.get(algo, {}).get(name, f.default)
-        fields.append((name, f.type, dataclasses.field(default=default)))
+        fields.append((name, f.type, dataclasses.field(default=defaults[name])))
 
     def validate(self) -> None:
         check(self.ranks is None or self.ranks >= 1, "ranks", "need at least 1 search rank")

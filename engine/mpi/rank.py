@@ -238,7 +238,8 @@ class RankRuntime:
                     self.local.append((kind, sim_id, payload))
                 else:
                     self.outbox.append((dst, kind, payload, sim_id, t))
-            self.wake.set()
+            if worker >= 0:  # from a worker: the IO thread may be asleep
+                self.wake.set()
 
     def _complete(self, pkg: Any, result: Any, worker: int = -1) -> None:
         """A package finished (on a worker, or on the IO thread): the role takes it from here."""

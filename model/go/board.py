@@ -26,9 +26,9 @@ from model.errors import ConfigError
 from model.go.playout import ownership, playout, playout_batch, policy_move
 from model.go.rules import (A_COLOR, A_EMPTY, A_HEAD, G_GAME, G_KOMI2, G_LEN, G_MAX_MOVES, G_P, G_POLICY,
                             G_SIZE, G_W, GAME_ID, HEADER, MAX_SIZE, MIN_SIZE, POLICY_LIGHT, POLICY_RANDOM, S_HASH,
-                            S_KO, S_MOVES, S_N_EMPTY, S_PASSES, S_TO_MOVE, ZOBRIST_SIDE, area_owner, area_score,
-                            init_state, is_eye, is_legal_point, liberty_count, place_stone, play_pass, play_point,
-                            point_of)
+                            S_KO, S_MOVES, S_N_EMPTY, S_PASSES, S_TO_MOVE, ZOBRIST_SIDE, action_of, area_owner,
+                            area_score, init_state, is_eye, is_legal_point, liberty_count, place_stone, play_pass,
+                            play_point, point_of)
 
 POLICIES = {"random": POLICY_RANDOM, "light": POLICY_LIGHT}
 MAX_ABS_KOMI = 1000.0
@@ -81,7 +81,7 @@ def go_legal_actions(g, s, out):
     for i in range(s[S_N_EMPTY]):
         p = s[E + i]
         if is_legal_point(s, P, W, p, col):
-            out[k] = (p // W - 1) * size + p % W - 1
+            out[k] = action_of(size, p)
             k += 1
     out[k] = size * size
     return k + 1
@@ -243,7 +243,7 @@ def ko_action(g: np.ndarray, s: np.ndarray) -> int:
     if ko < 0:
         return -1
     size = int(g[G_SIZE])
-    return (ko // (size + 2) - 1) * size + ko % (size + 2) - 1
+    return int(action_of(size, ko))
 
 
 def state_with_stones(g: np.ndarray, black: list[int], white: list[int], to_move: int = 0) -> np.ndarray:

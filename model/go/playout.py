@@ -20,9 +20,9 @@ from numba import njit, uint64
 
 from model.go.patterns import PAT3
 from model.go.rules import (A_COLOR, A_EMPTY, A_HEAD, A_NEXT, EMPTY, G_KOMI2, G_MAX_MOVES, G_POLICY, G_SIZE,
-                            HEADER, POLICY_LIGHT, S_LAST, S_MOVES, S_N_EMPTY, S_PASSES, S_TO_MOVE, area_owner,
-                            area_score, atari_liberty, in_atari, is_eye, is_legal_point, play_pass, play_point,
-                            simple_area_score)
+                            HEADER, POLICY_LIGHT, S_LAST, S_MOVES, S_N_EMPTY, S_PASSES, S_TO_MOVE, action_of,
+                            area_owner, area_score, atari_liberty, in_atari, is_eye, is_legal_point, play_pass,
+                            play_point, simple_area_score)
 from model.rng import next_u64, random
 
 # light policy: chance that each rule is tried (the rest of the time it is skipped, for diversity)
@@ -182,7 +182,7 @@ def policy_move(g, s, rng):
         p = random_move(s, P, W, col, rng)
     if p < 0:
         return size * size
-    return (p // W - 1) * size + p % W - 1
+    return action_of(size, p)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -206,7 +206,7 @@ def playout(g, s, rng, amaf):
         if p < 0:
             play_pass(s)
         else:
-            a = (p // W - 1) * size + p % W - 1
+            a = action_of(size, p)
             if amaf[a] == -1:
                 amaf[a] = player
             play_point(s, P, W, p)

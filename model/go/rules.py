@@ -33,7 +33,7 @@ G_GAME, G_SIZE, G_KOMI2, G_POLICY, G_MAX_MOVES, G_W, G_P = 0, 1, 2, 3, 4, 5, 6
 G_LEN = 8
 POLICY_RANDOM, POLICY_LIGHT = 0, 1
 
-# --- state s (int64): a header, then nine arrays of P = W*W entries ---------------------------------------
+# --- state s (int64): a header, then seven arrays of P = W*W entries ---------------------------------------
 S_TO_MOVE = 0    # 0 Black, 1 White
 S_KO = 1         # point the side to move may not play (simple ko), -1 if none
 S_PASSES = 2     # consecutive passes
@@ -65,7 +65,7 @@ def _zobrist_keys() -> tuple[np.ndarray, np.int64]:
 ZOBRIST, ZOBRIST_SIDE = _zobrist_keys()
 
 
-# --- small helpers (inlined by LLVM) ----------------------------------------------------------------------
+# --- small helpers (inline="always": numba splices them into the kernels that use them) -----------------
 
 @njit(cache=True, nogil=True, inline="always")
 def point_of(size, a):
@@ -390,7 +390,7 @@ def area_owner(g, s, out):
             total += v * nreg
             for i in range(nreg):
                 q = region[i]
-                out[(q // W - 1) * size + q % W - 1] = v
+                out[action_of(size, q)] = v
     return total
 
 

@@ -219,6 +219,8 @@ class Agent:
     def choose(self, g: np.ndarray, s: np.ndarray, sims: int) -> int:
         """The most visited root child after `sims` simulations from s (-1 if s has no move). g must carry
         this agent's knowledge (for LOA: model.loa.board.make_params(knowledge=params.knowledge))."""
+        if sims < 1:
+            raise ValueError("an agent needs at least one simulation per move")
         gg = g
         if self.table is None:
             self.table = tt.new_table(self.tt_slots, int(game.max_children(gg)))

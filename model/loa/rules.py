@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, uint64
 
 from model.loa.geometry import (LINE_SQ1, MOVE_TABLE, N_LINES, N_QUADS, N_SQ, NEIGHBOURS, QUAD_DELTA, SQ_ENTRY,
-                                POPCOUNT8, SELECT8, SQ_LINE, SQ_POW3, SQ_QUAD, ZOBRIST, ZOBRIST_SIDE)
+                                POPCOUNT8, SELECT8, SQ_LINE, SQ_POW3, ZOBRIST, ZOBRIST_SIDE)
 
 GAME_ID = 2  # must equal model.game.LOA (checked by a test; no import here, to keep model.game free to import us)
 
@@ -61,14 +61,14 @@ S_LEN = A_INDEX + N_SQ
 
 @njit(cache=True, nogil=True, inline="always")
 def _toggle_quads(s, c, sq):
-    q0 = A_QUAD + (c - 1) * N_QUADS
-    e = 0
-    for k in range(4):   # the square is corner bit 1 << k of its k-th quad
-        i = q0 + SQ_QUAD[sq, k]
-        old = s[i]
-        s[i] = old ^ (1 << k)
-        e += QUAD_DELTA[old, k]
-    s[S_EULER4 + c - 1] += e
+    # square (r, c) is corner bit 1 << k of quads 9r + c + (10, 9, 1, 0)[k] (geometry.SQ_QUAD, unrolled)
+    q = A_QUAD + (c - 1) * N_QUADS + 9 * (sq >> 3) + (sq & 7)
+    o0, o1, o2, o3 = s[q + 10], s[q + 9], s[q + 1], s[q]
+    s[q + 10] = o0 ^ 1
+    s[q + 9] = o1 ^ 2
+    s[q + 1] = o2 ^ 4
+    s[q] = o3 ^ 8
+    s[S_EULER4 + c - 1] += QUAD_DELTA[o0, 0] + QUAD_DELTA[o1, 1] + QUAD_DELTA[o2, 2] + QUAD_DELTA[o3, 3]
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -94,10 +94,10 @@ def fill_frames(t, p, steps, frames, n0, n):
 
 
 @njit(cache=True, nogil=True)
-def fold_result(g, p, steps, frames, n, result):
+def fold_result(g, p, steps, frames, n, result, margin):
     """Add a simulation's result (first player's view) to the frames of steps[:n]. Returns the depth where
-    the job selects again: the shallowest node whose second-best child now outscores the best, else the
-    deepest node it selected at (0 if none)."""
+    the job selects again: the shallowest node whose second-best child now outscores the best by more than
+    `margin`, else the deepest node it selected at (0 if none)."""
     r0 = game.reward(g, result)
     resume = -1
     deepest = 0
@@ -114,7 +114,7 @@ def fold_result(g, p, steps, frames, n, result):
         if resume < 0 and frames[k].second >= 0:
             log_n = math.log(max(float(frames[k].visits), 1.0))
             if (_score(frames[k].n_second, frames[k].w_second, 0.0, 0.0, 0.0, log_n, p)
-                    > _score(frames[k].n_best, frames[k].w_best, 0.0, 0.0, 0.0, log_n, p)):
+                    > _score(frames[k].n_best, frames[k].w_best, 0.0, 0.0, 0.0, log_n, p) + margin):
                 resume = k
     return deepest if resume < 0 else resume
 
@@ -247,7 +247,7 @@ class DfuctSearch(TreesplitSearch):
         self.done += 1
         if job.tickets > 0:
             job.tickets -= 1
-        k = int(self._fold(self.g, self.p, job.steps, job.frames, job.n, result))
+        k = int(self._fold(self.g, self.p, job.steps, job.frames, job.n, result, self.df.switch_margin))
         if self.stopped or job.tickets == 0:
             self._end_job(out, job)
             return
@@ -370,7 +370,10 @@ class DfuctSearch(TreesplitSearch):
             self.counts["updates"] += 1
             if result:
                 self.counts["update_missing"] += int(result)
-            job = pkg.payload.job
+            rep = pkg.payload
+            self.counts["report_records"] += len(rep.steps)
+            self.counts["root_reports"] += int(np.count_nonzero(rep.steps["hash"] == self.root_hash))
+            job = rep.job
             if job is not None:
                 self._continue(out, job, front=True)
             return out

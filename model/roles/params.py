@@ -91,12 +91,15 @@ class DfuctParams(SearchParams):
 
     report_every: int = 32        # a job reports a node's pending results once this many gathered (0: only
     #                               when it leaves the node)
+    switch_margin: float = 0.0    # a job leaves a node when the second-best child's score exceeds the best's
+    #                               by more than this (0: Yoshizoe et al.; > 0 keeps jobs deeper on near-ties)
     balance_k: float = 1.2        # K: forward playouts while more than K S_par / M jobs wait here
     forward_playouts: bool = True
 
     def validate(self) -> None:
         super().validate()
         check(isinstance(self.report_every, int) and self.report_every >= 0, "report_every", "must be an integer >= 0")
+        check(self.switch_margin >= 0 and math.isfinite(self.switch_margin), "switch_margin", "must be >= 0")
         check(self.balance_k > 1, "balance_k", "K must be > 1 (seed 000 4.2.5)")
 
 

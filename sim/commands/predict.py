@@ -19,7 +19,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from sim.commands.simulate import config_from_args, parse_nodes
+    from sim.commands.simulate import config_from_args, format_estimate, parse_nodes
     from sim.predict import format_table, sweep, write_output
     from sim.simulate import estimate_wall, prepare, resolve_profile
 
@@ -32,7 +32,7 @@ def main(args) -> int:
     prof = resolve_profile(base)
     est = sum(estimate_wall(dataclasses.replace(base, nodes=n), prof) for n in nodes)
     print(f"predicting {base.algo} on {base.profile} at nodes {','.join(map(str, nodes))} ({base.fidelity}, "
-          f"{base.warmup_s + base.seconds:.3g} simulated s each); estimated wall time ~{est:.0f} s",
+          f"{base.warmup_s + base.seconds:.3g} simulated s each); estimated wall time {format_estimate(est)}",
           file=sys.stderr, flush=True)
 
     def point(row):

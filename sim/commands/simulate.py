@@ -9,7 +9,8 @@ import sys
 
 def add_run_options(p: argparse.ArgumentParser, nodes_help: str) -> None:
     """Options shared by simulate and predict."""
-    p.add_argument("--algo", default="treesplit", help="treesplit, tds, root or leaf (default treesplit)")
+    p.add_argument("--algo", default="treesplit",
+                   help="treesplit, tds, root, leaf, dfuct or hybrid (statistical: the first four; default treesplit)")
     p.add_argument("--profile", default="oculus",
                    help="machine profile: a shipped name (oculus, local) or a TOML file (default oculus)")
     p.add_argument("--nodes", required=True, help=nodes_help)
@@ -21,6 +22,8 @@ def add_run_options(p: argparse.ArgumentParser, nodes_help: str) -> None:
     p.add_argument("--fidelity", choices=("functional", "statistical"), default=None,
                    help="functional: model/'s roles run for real; statistical: drawn from a fitted workload, "
                         "~10x cheaper (default: functional for simulate, statistical for predict)")
+    p.add_argument("--bundle", type=int, default=1, metavar="G",
+                   help="statistical: model simulations in bundles of G that share a path (G x faster; default 1)")
     p.add_argument("--workload", metavar="TRACE_DIR", default=None,
                    help="statistical: fit the workload from this trace (default: the profile's, else built-in)")
     p.add_argument("--game", choices=("pgame", "go"), default="pgame",
@@ -68,7 +71,16 @@ def config_from_args(args, nodes: int, default_seconds: float, default_fidelity:
                      fidelity=args.fidelity or default_fidelity, game=args.game, board=args.board,
                      params=parse_overrides(args.param), workload=args.workload, seed=args.seed,
                      trace=getattr(args, "trace", None), sample_rate=getattr(args, "sample_rate", 1.0),
-                     sample_interval=getattr(args, "sample_interval", 0.01), drain=getattr(args, "drain", False))
+                     sample_interval=getattr(args, "sample_interval", 0.01), drain=getattr(args, "drain", False),
+                     bundle=args.bundle)
+
+
+def format_estimate(seconds: float) -> str:
+    if seconds < 1:
+        return "under a second"
+    if seconds < 120:
+        return f"~{seconds:.0f} s"
+    return f"~{seconds / 60:.0f} min"
 
 
 def progress_bar(total: float, desc: str):
@@ -97,7 +109,7 @@ def main(args) -> int:
     est = estimate_wall(cfg, prep.profile)
     print(f"simulating {cfg.warmup_s + cfg.seconds:.3g} s of {cfg.algo} on {cfg.nodes} nodes "
           f"({prep.layout.search_ranks}+{prep.layout.bcast_ranks} ranks, profile {prep.profile.name}, "
-          f"{cfg.fidelity}); estimated wall time ~{est:.0f} s", file=sys.stderr, flush=True)
+          f"{cfg.fidelity}); estimated wall time {format_estimate(est)}", file=sys.stderr, flush=True)
     bar, update = progress_bar(cfg.warmup_s + cfg.seconds, "simulated")
     try:
         summary = run(prep, progress=update)
