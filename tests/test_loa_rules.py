@@ -55,6 +55,41 @@ def brute_united(board: list[int], colour: int) -> bool:
     return len(seen) == len(pieces)
 
 
+def brute_euler(board: list[int], colour: int) -> int:
+    """Groups (8-connected) minus holes (4-connected empty regions cut off from the outside)."""
+    own = {sq for sq in range(64) if board[sq] == colour}
+    groups, seen = 0, set()
+    for p in own:
+        if p in seen:
+            continue
+        groups += 1
+        todo = [p]
+        seen.add(p)
+        while todo:
+            r, c = divmod(todo.pop(), 8)
+            for dr, dc in DIRECTIONS:
+                n = 8 * (r + dr) + c + dc
+                if 0 <= r + dr < 8 and 0 <= c + dc < 8 and n in own and n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+    # background on a 10 x 10 frame, so the outside is one region
+    back = {(r, c) for r in range(-1, 9) for c in range(-1, 9)} - {divmod(p, 8) for p in own}
+    regions, seen2 = 0, set()
+    for p in back:
+        if p in seen2:
+            continue
+        regions += 1
+        todo = [p]
+        seen2.add(p)
+        while todo:
+            r, c = todo.pop()
+            for n in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+                if n in back and n not in seen2:
+                    seen2.add(n)
+                    todo.append(n)
+    return groups - (regions - 1)
+
+
 def brute_status(board: list[int], mover: int) -> int:
     """Status after `mover` (0/1) moved, by the rules (both united: draw)."""
     mine, theirs = brute_united(board, mover + 1), brute_united(board, 2 - mover)
@@ -214,6 +249,14 @@ def test_capture_that_unites_the_opponent_makes_the_opponent_win():
     assert s[R.S_STATUS] == R.WHITE_WINS
 
 
+def test_euler_number_counts_holes():
+    # a black ring around e5 (one group, one hole): Euler number 0, yet the quad heuristic must not be fooled
+    ring = "d4 e4 f4 d5 f5 d6 e6 f6"
+    s = position(ring + " a1", "h8 h1")
+    assert s[R.S_EULER4] == 4 * brute_euler(list(s[R.A_BOARD:R.A_BOARD + 64]), 1) == 4 * (2 - 1)
+    assert not R.is_united(s, 1)     # two groups (the ring and a1) with one hole: E = 1, so the full test runs
+
+
 def test_move_that_unites_both_sides_is_a_draw():
     # file f holds f3, f6, f8: Black f3 takes f6 and joins g7, h8; White is left with f8, e8: both united
     s = position("f3 g7 h8", "f6 f8 e8")
@@ -269,6 +312,8 @@ def test_random_games_agree_with_brute_force_move_by_move(seed):
         if a != R.PASS:
             assert s[R.S_STATUS] == brute_status(brute_play(board, a >> 6, a & 63), player)
         assert_consistent(s)
+        after = list(s[R.A_BOARD:R.A_BOARD + 64])
+        assert [s[R.S_EULER4 + c - 1] for c in (1, 2)] == [4 * brute_euler(after, c) for c in (1, 2)]
 
 
 def test_hash_depends_on_side_to_move_and_position_hash_never_repeats():

@@ -109,9 +109,9 @@ def test_finds_the_only_winning_move_of_small_p_games():
     tried = 0
     for seed in range(1, 40):
         g, s, vals = _winning_root_moves(seed)
-        if pgame.minimax(g, s) != 1 or vals.count(1) != 1:
+        if vals.count(1) != 1:  # the first player, to move, wins with exactly one move
             continue
-        roles = make_roles("dfuct", Layout(4, 0, workers=2), Setup(g, s, sims=3000, seed=1), {"table_mb": 1})
+        roles = make_roles("dfuct", Layout(4, 0, workers=2), Setup(g, s, sims=1500, seed=1), {"table_mb": 1})
         Loopback(roles, workers=2, seed=1).run()
         assert vals[next(r for r in roles if r.holds_root()).best_move()] == 1, seed
         tried += 1

@@ -18,7 +18,46 @@ from viz.views import VIEWS
 REPORT_VIEWS = ["overview", "load", "traffic", "tree"]
 
 
-def build_report(dirs: list[Path], out: Path) -> Path:
+def scaling_panel(csv_path: Path) -> TabPanel:
+    """A "Prediction" tab from a scaling curve CSV (`treesplit predict -o FILE.csv`): rate and efficiency."""
+    import pandas as pd
+    from bokeh.models import ColumnDataSource, HoverTool
+    from bokeh.plotting import figure
+
+    from model.errors import UserError
+
+    try:
+        df = pd.read_csv(csv_path)
+    except (OSError, ValueError) as e:
+        raise UserError(f"--scaling {csv_path}: not a readable CSV ({e})") from None
+    need = {"nodes", "bcast_nodes", "sims_per_s", "efficiency", "busy_frac"}
+    if not need <= set(df.columns) or df.empty:
+        raise UserError(f"--scaling {csv_path}: expected the columns of `treesplit predict -o FILE.csv` "
+                        f"({', '.join(sorted(need))})")
+    df = df.sort_values("nodes")
+    df["ideal"] = df["sims_per_s"].iloc[0] * df["nodes"] / df["nodes"].iloc[0]
+    df["label"] = [f"{n}(+{b})" for n, b in zip(df["nodes"], df["bcast_nodes"])]
+    src = ColumnDataSource(df)
+    hover = HoverTool(tooltips=[("nodes", "@label"), ("sims/s", "@sims_per_s{0,0}"),
+                                ("efficiency", "@efficiency{0.00}"), ("worker busy", "@busy_frac{0.00}")])
+    opts = dict(width=520, height=340, x_axis_type="log", x_axis_label="search nodes (+ broadcast nodes)")
+    f1 = figure(title="predicted simulation rate", y_axis_type="log", y_axis_label="simulations / s",
+                tools=[hover, "pan,wheel_zoom,reset,save"], **opts)
+    f1.line("nodes", "ideal", source=src, line_dash="dashed", color="gray", legend_label="linear")
+    f1.line("nodes", "sims_per_s", source=src, line_width=2, legend_label="simulated")
+    f1.scatter("nodes", "sims_per_s", source=src, size=7)
+    f1.legend.location = "top_left"
+    f2 = figure(title="parallel efficiency and worker workload", y_range=(0, 1.05), y_axis_label="fraction",
+                tools=[hover.clone(), "pan,wheel_zoom,reset,save"], **opts)
+    f2.line("nodes", "efficiency", source=src, line_width=2, legend_label="efficiency")
+    f2.line("nodes", "busy_frac", source=src, line_width=2, color="darkorange", legend_label="worker busy")
+    f2.legend.location = "bottom_left"
+    note = Div(text=f"<p>Scaling predicted by the simulator (<code>treesplit predict</code>), from "
+                    f"<code>{csv_path.name}</code>.</p>")
+    return TabPanel(title="Prediction", child=column(note, row(f1, f2)))
+
+
+def build_report(dirs: list[Path], out: Path, scaling: Path | None = None) -> Path:
     datas = [RunData.from_trace(read_trace(d), label=lab) for d, lab in zip(dirs, trace_labels(dirs))]
     ranges: dict = {}
     views = [[VIEWS[n](d, ranges=ranges, static=True) for n in REPORT_VIEWS] for d in datas]
@@ -27,6 +66,8 @@ def build_report(dirs: list[Path], out: Path) -> Path:
         cols = [column(Div(text=f"<h3 style='margin:4px 0'>{d.label}</h3>"), vs[j].layout) if len(datas) > 1
                 else vs[j].layout for d, vs in zip(datas, views)]
         tabs.append(TabPanel(title=VIEWS[name].title, child=row(*cols)))
+    if scaling is not None:
+        tabs.append(scaling_panel(scaling))
     title = "treesplit report: " + " vs ".join(d.label for d in datas)
     head = Div(text=f"<h2 style='margin:4px 0'>{title}</h2><p>Whole run, from the start to t_end. Made by "
                     f"<code>treesplit report</code>; open the dashboard for the replay and teaching views.</p>")

@@ -119,7 +119,7 @@ def pattern_code(s, P, W, p):
             | (s[C + p + 1] << 8) | (s[C + p + W - 1] << 10) | (s[C + p + W] << 12) | (s[C + p + W + 1] << 14))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, inline="always")
 def matches_pattern(s, P, W, p):
     code = pattern_code(s, P, W, p)
     return (PAT3[code >> 6] >> uint64(code & 63)) & uint64(1) != uint64(0)

@@ -109,15 +109,9 @@ MOVE_TABLE = _packed_move_table()
 
 
 def _quads():
-    """Quad (qr, qc), qr, qc in 0..8, covers rows qr-1..qr and columns qc-1..qc; its bits are
-    1 (qr-1, qc-1), 2 (qr-1, qc), 4 (qr, qc-1), 8 (qr, qc)."""
-    sq_quad = np.zeros((N_SQ, 4), dtype=np.int64)
-    sq_qbit = np.zeros((N_SQ, 4), dtype=np.int64)
-    for r in range(8):
-        for c in range(8):
-            sq = 8 * r + c
-            for k, (qr, qc, bit) in enumerate(((r + 1, c + 1, 1), (r + 1, c, 2), (r, c + 1, 4), (r, c, 8))):
-                sq_quad[sq, k], sq_qbit[sq, k] = 9 * qr + qc, bit
+    """Quad (qr, qc), qr, qc in 0..8, is number 9 qr + qc and covers rows qr-1..qr and columns qc-1..qc; its
+    bits are 1 (qr-1, qc-1), 2 (qr-1, qc), 4 (qr, qc-1), 8 (qr, qc). So square (r, c) is bit 1 << k of quad
+    9 r + c + (10, 9, 1, 0)[k]."""
     contrib = np.zeros(16, dtype=np.int64)   # 4 * Euler contribution of a quad with these bits
     for q in range(16):
         n = bin(q).count("1")
@@ -126,10 +120,10 @@ def _quads():
     for q in range(16):
         for k in range(4):
             delta[q, k] = contrib[q ^ (1 << k)] - contrib[q]
-    return sq_quad, sq_qbit, contrib, delta
+    return contrib, delta
 
 
-SQ_QUAD, SQ_QBIT, QUAD_CONTRIB, QUAD_DELTA = _quads()
+QUAD_CONTRIB, QUAD_DELTA = _quads()
 
 
 def _neighbour_masks() -> np.ndarray:

@@ -61,7 +61,7 @@ S_LEN = A_INDEX + N_SQ
 
 @njit(cache=True, nogil=True, inline="always")
 def _toggle_quads(s, c, sq):
-    # square (r, c) is corner bit 1 << k of quads 9r + c + (10, 9, 1, 0)[k] (geometry.SQ_QUAD, unrolled)
+    # square (r, c) is corner bit 1 << k of quad 9r + c + (10, 9, 1, 0)[k] (geometry._quads)
     q = A_QUAD + (c - 1) * N_QUADS + 9 * (sq >> 3) + (sq & 7)
     o0, o1, o2, o3 = s[q + 10], s[q + 9], s[q + 1], s[q]
     s[q + 10] = o0 ^ 1

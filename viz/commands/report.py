@@ -11,6 +11,8 @@ def register(sub) -> None:
                                    "into one HTML file with everything inlined (opens offline, no server).")
     p.add_argument("trace", metavar="DIR", type=Path, help="trace directory")
     p.add_argument("--compare", metavar="DIR2", type=Path, help="a second trace, side by side on shared axes")
+    p.add_argument("--scaling", metavar="CSV", type=Path,
+                   help="a scaling curve from `treesplit predict -o FILE.csv`, shown in a Prediction tab")
     p.add_argument("-o", "--output", type=Path, default=Path("report.html"), help="output file (default report.html)")
     p.set_defaults(func=run)
 
@@ -19,6 +21,6 @@ def run(args) -> int:
     from viz.report import build_report
 
     dirs = [args.trace] + ([args.compare] if args.compare else [])
-    out = build_report(dirs, args.output)
+    out = build_report(dirs, args.output, scaling=args.scaling)
     print(f"treesplit report: wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return 0

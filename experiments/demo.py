@@ -1,0 +1,170 @@
+"""The main job, `treesplit demo`: one short real run, watched live, replayed by the simulator, extrapolated.
+
+Steps (each a `treesplit` subcommand in a subprocess, so the demo exercises exactly what users run):
+  1. start the live dashboard on 127.0.0.1 (URL printed) listening for telemetry;
+  2. run UCT-Treesplit on local MPI ranks on 9x9 for a short search, with a trace and live telemetry;
+  3. calibrate a machine profile on that trace (plus an MPI ping-pong);
+  4. replay the same configuration in the simulator with the calibrated profile (a simulated trace);
+  5. predict the scaling curve to 128(+32) nodes (oculus profile, the thesis' cluster);
+  6. write results/demo/report.html: the real run and its simulated replay side by side, and the prediction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from model.config import check
+from model.errors import UserError
+
+
+@dataclass
+class DemoConfig:
+    out: str = "results/demo"
+    board: int = 9
+    ranks: int = 2  # search ranks; 2 fit this 2-core machine (one core each)
+    bcast_ranks: int = 1
+    seconds: float = 8.0  # of real search
+    sim_seconds: float = 0.2  # simulated seconds of the replay
+    predict_nodes: list = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128])
+    predict_profile: str = "oculus"
+    dashboard: bool = True
+    pingpong: bool = True
+
+    def validate(self) -> None:
+        check(2 <= self.board <= 19, "board", "need 2..19")
+        check(self.ranks >= 1, "ranks", "need >= 1")
+        check(self.bcast_ranks >= 0, "bcast_ranks", "need >= 0")
+        check(self.seconds > 0, "seconds", "need > 0")
+        check(self.sim_seconds > 0, "sim_seconds", "need > 0")
+        check(len(self.predict_nodes) >= 2 and all(n >= 1 for n in self.predict_nodes), "predict_nodes",
+              "need at least two node counts >= 1")
+
+
+def _treesplit() -> list[str]:
+    exe = Path(sys.executable).parent / "treesplit"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "treesplit"]
+
+
+def _run(step: str, args: list[str], log, timeout: float) -> str:
+    print(f"  $ treesplit {' '.join(args)}", flush=True)
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(_treesplit() + args, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"demo step '{step}' did not finish within {timeout:.0f} s") from None
+    log.write(f"$ treesplit {' '.join(args)}\n{r.stdout}\n{r.stderr}\n")
+    log.flush()
+    if r.returncode != 0:
+        tail = (r.stderr.strip() or r.stdout.strip()).splitlines()[-3:]
+        raise UserError(f"demo step '{step}' failed (exit {r.returncode}): " + " | ".join(tail))
+    print(f"    done in {time.monotonic() - t0:.1f} s", flush=True)
+    return r.stdout
+
+
+class _Dashboard:
+    """The live dashboard in a subprocess: its URL and telemetry address, read from what it prints."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(_treesplit() + ["dashboard", "--live", "127.0.0.1:0", "--port", "0",
+                                                     "--no-browser"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     start_new_session=True)
+        self.url = self.telemetry = None
+        deadline = time.monotonic() + 120
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline and (self.url is None or self.telemetry is None):
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            m = re.search(r"treesplit dashboard: (\S+)", line)
+            if m:
+                self.url = m.group(1)
+            m = re.search(r"udp://(\S+)", line)
+            if m:
+                self.telemetry = m.group(1)
+        if self.url is None or self.telemetry is None:
+            self.close()
+            raise UserError("the live dashboard did not start (run `treesplit dashboard --live 127.0.0.1:0` "
+                            "to see why)")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def run_demo(cfg: DemoConfig) -> Path:
+    cfg.validate()
+    out = Path(cfg.out)
+    engine_dir, sim_dir = out / "engine-trace", out / "sim-trace"
+    for d in (engine_dir, sim_dir):
+        if d.exists():
+            shutil.rmtree(d)
+    out.mkdir(parents=True, exist_ok=True)
+    profile = out / "local.toml"
+    scaling = out / "scaling.csv"
+    steps = 6
+    t_start = time.monotonic()
+    with open(out / "demo.log", "w") as log:
+        dash = None
+        try:
+            print(f"[1/{steps}] live dashboard", flush=True)
+            tele: list[str] = []
+            if cfg.dashboard:
+                dash = _Dashboard()
+                print(f"    open {dash.url}/ (telemetry on {dash.telemetry})", flush=True)
+                tele = ["--telemetry", dash.telemetry]
+            else:
+                print("    skipped (--no-dashboard)", flush=True)
+
+            print(f"[2/{steps}] UCT-Treesplit on {cfg.ranks} search + {cfg.bcast_ranks} broadcast MPI ranks, "
+                  f"{cfg.board}x{cfg.board}, {cfg.seconds:g} s", flush=True)
+            res = json.loads(_run("search", ["search", "--algo", "treesplit", "--game", "go", "--board",
+                                             str(cfg.board), "--ranks", str(cfg.ranks), "--bcast-ranks",
+                                             str(cfg.bcast_ranks), "--threads", "1", "--seconds",
+                                             str(cfg.seconds), "--trace", str(engine_dir), "--json", *tele],
+                                  log, timeout=300 + cfg.seconds))
+            print(f"    move {res.get('move')}, {res.get('sims_per_s', 0):.0f} sims/s, "
+                  f"{res.get('messages_per_sim', 0):.2f} messages/sim", flush=True)
+
+            print(f"[3/{steps}] calibrate the simulator on that run", flush=True)
+            _run("calibrate", ["calibrate", str(engine_dir), "-o", str(profile),
+                               *([] if cfg.pingpong else ["--no-pingpong"])], log, timeout=300)
+
+            print(f"[4/{steps}] replay the same configuration in the simulator", flush=True)
+            nodes = max(1, cfg.ranks)
+            _run("simulate", ["simulate", "--algo", "treesplit", "--profile", str(profile), "--game", "go",
+                              "--board", str(cfg.board), "--nodes", str(nodes), "--bcast-nodes",
+                              str(cfg.bcast_ranks), "--seconds", str(cfg.sim_seconds), "--param",
+                              "ranks_per_node=1", "--trace", str(sim_dir), "--json"], log, timeout=600)
+
+            print(f"[5/{steps}] predict scaling to {max(cfg.predict_nodes)} nodes ({cfg.predict_profile} profile)",
+                  flush=True)
+            _run("predict", ["predict", "--algo", "treesplit", "--profile", cfg.predict_profile, "--nodes",
+                             ",".join(map(str, cfg.predict_nodes)), "-o", str(scaling)], log, timeout=900)
+
+            print(f"[6/{steps}] report", flush=True)
+            report = out / "report.html"
+            _run("report", ["report", str(engine_dir), "--compare", str(sim_dir), "--scaling", str(scaling),
+                            "-o", str(report)], log, timeout=300)
+        finally:
+            if dash is not None:
+                dash.close()
+    print(f"demo finished in {time.monotonic() - t_start:.0f} s: {report.resolve()}", flush=True)
+    return report
+
+
+if __name__ == "__main__":  # pragma: no cover
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    run_demo(DemoConfig())
