@@ -123,12 +123,20 @@ class Player:
         if result.resign and not cleanup:
             return None
         best_first = [c for c in result.children if c.action == result.action] + result.children
+        # Passing after the opponent's pass ends the game on the board as it stands (Tromp-Taylor, dead stones
+        # count as alive): never do that while it loses, as long as another searched move is playable.
+        ends_lost = bool(game.moves) and game.moves[-1][1] == n and (game.score() < 0 if color == 0
+                                                                      else game.score() > 0)
         for child in best_first:
             a = child.action
             if child.visits == 0 or game.illegal_reason(a, color) is not None:
                 continue
             if cleanup and (a == n or board.go_is_eye(g, s, a, color)):
                 continue  # cleanup phase: capture dead stones rather than pass
+            if a == n and ends_lost and any(c.visits and c.action != n and game.illegal_reason(c.action, color)
+                                            is None and not board.go_is_eye(g, s, c.action, color)
+                                            for c in result.children):
+                continue
             return a
         if cleanup:  # nothing searched qualifies: any legal non-eye point, else pass
             for a in range(n):

@@ -135,7 +135,8 @@ class _Table:
 
     def extend(self, columns: dict[str, Any]) -> None:
         for n in self.cols:
-            self.cols[n].extend(np.asarray(columns[n]).tolist())
+            col = columns[n]
+            self.cols[n].extend(col if isinstance(col, (list, tuple)) else np.asarray(col).tolist())
         if len(next(iter(self.cols.values()))) >= self.flush_rows:
             self.flush()
 
@@ -148,8 +149,8 @@ class _Table:
             vals = self.cols[cname]
             if pa.types.is_dictionary(typ):
                 arrays.append(pa.array(vals, pa.string()).dictionary_encode().cast(typ))
-            else:
-                arrays.append(pa.array(vals, typ))
+            else:  # through numpy: pyarrow converts a list of Python floats ~40x slower
+                arrays.append(pa.array(np.asarray(vals, dtype=typ.to_pandas_dtype()), typ))
         batch = pa.Table.from_arrays(arrays, schema=schema(self.name))
         if self.writer is None:
             self.writer = pq.ParquetWriter(self.path, schema(self.name))

@@ -16,6 +16,8 @@ fi
 stamp=.venv/.treesplit-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>/dev/null || true
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+  # (pip's notes about unreachable local mirrors are noise here; real errors still stop the script)
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 \
+    | { grep -v -e "^WARNING: Location" -e "BuildBackendWarning" || true; }
   touch "$stamp"
 fi

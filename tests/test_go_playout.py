@@ -181,3 +181,24 @@ def test_bench_playouts_command(run_cli, tmp_path):
     assert saved["playouts_per_s_median"] == res["playouts_per_s_median"] and "machine" in saved
     bad = run_cli("bench", "playouts", "--board", "25")
     assert bad.returncode == 2 and "board size" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_kernels_run_in_threads_without_sharing_state():
+    """nogil kernels in two threads, each with its own generator, repeat what one thread does alone."""
+    import threading
+
+    g = B.make_params(9, 7.5, "light")
+    s0 = B.new_state(g)
+    alone = [B.go_playout_batch(g, s0, new_rng(seed), 300) for seed in (1, 2)]
+    together = [0, 0]
+
+    def work(i):
+        together[i] = B.go_playout_batch(g, s0, new_rng(i + 1), 300)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert together == alone and alone[0] != alone[1]
+    np.testing.assert_array_equal(s0, B.new_state(g))

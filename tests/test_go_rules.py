@@ -8,6 +8,7 @@ from model.go import board as B
 from model.go.coords import vertex_to_action
 from model.go.game import GoGame, IllegalMove
 from model.go.rules import S_CAPS_B, S_CAPS_W
+from model.rng import new_rng
 
 
 def position(diagram: str, to_move: int = 0, komi: float = 0.0, policy: str = "random"):
@@ -223,6 +224,21 @@ def test_move_cap_ends_the_game():
         B.go_play(g, s, a if B.go_is_legal(g, s, a) else 4)
         a = (a + 1) % 4
     assert B.go_is_terminal(g, s)
+
+
+def test_game_record_moves_the_cap_on():
+    """The kernels cut a game 3 x points moves after the empty board (playouts end); a real game going on
+    longer is not cut: the record moves the cap on with every move it plays."""
+    game = GoGame(2, 0.0)
+    for i in range(3 * 4 + 3):
+        assert not B.go_is_terminal(game.g, game.state)
+        legal = game.legal_actions()
+        game.play(legal[0] if len(legal) > 1 and i % 3 else legal[-1])
+    assert B.move_count(game.state) == 15 and not game.is_over
+    assert not B.go_is_terminal(game.g, game.state)
+    t = game.state.copy()
+    B.go_playout(game.g, t, new_rng(1), np.full(5, -1, dtype=np.int8))
+    assert B.go_is_terminal(game.g, t) and 15 < B.move_count(t) <= 15 + 12
 
 
 def test_area_score_with_komi_and_dame():

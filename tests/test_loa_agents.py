@@ -74,20 +74,28 @@ def test_pu_expands_children_by_knowledge_and_keeps_to_the_window(name):
     assert used.tolist() == list(range(len(used)))                     # a prefix of the ordering
 
 
-def test_fpu_tries_children_beyond_any_pu_window():
-    ap = AGENTS["fpu-mc"]
-    g = B.make_params("random", ap.knowledge)
+def test_fpu_urgency_decides_how_soon_new_children_are_tried():
+    from dataclasses import replace
+
+    g = B.make_params("random", "mc")
     s = B.new_state(g)
-    agent = Agent(ap, tt_slots=1 << 12, seed=3)
-    agent.choose(g, s, 300)
-    _, _, _, visits = root_of(agent, g, s)
-    assert (visits > 0).sum() > unpruned(300, 1, 2.5365)
+    tried = {}
+    for fpu in (10.0, AGENTS["fpu-mc"].fpu):
+        agent = Agent(replace(AGENTS["fpu-mc"], fpu=fpu), tt_slots=1 << 12, seed=3)
+        agent.choose(g, s, 100)
+        tried[fpu] = int((root_of(agent, g, s)[3] > 0).sum())
+    assert tried[10.0] == 36                   # urgency above any UCT score: every child first, as plain UCT
+    assert tried[AGENTS["fpu-mc"].fpu] < 36    # Table 5.1's: visited children keep winning for a while
 
 
-@pytest.mark.parametrize("name", sorted(AGENTS))
-def test_every_agent_takes_the_one_winning_move(name):
-    # Black to move has 25 moves; only e7-e4 joins e7, d3, f3, d4 (found by a search over random positions)
-    ap = AGENTS[name]
+@pytest.mark.parametrize("name", ["pu-mc", "pu-ef", "fpu-mc", "fpu-ef"])
+def test_agents_take_the_one_winning_move(name):
+    # Black to move has 25 moves; only e7-e4 joins e7, d3, f3, d4 (found by a search over random positions).
+    # Table 5.1's FPU agents try new children too rarely to find it in 400 simulations (which is why they
+    # lose to PU); with an urgency above any UCT score they try every child and must find it.
+    from dataclasses import replace
+
+    ap = AGENTS[name] if name.startswith("pu") else replace(AGENTS[name], fpu=10.0)
     g = B.make_params("random", ap.knowledge)
     board = np.zeros(64, dtype=np.int64)
     board[[sq(x) for x in "e7 d3 f3 d4".split()]] = 1
@@ -154,3 +162,22 @@ def test_loa_through_the_generic_interface_and_sequential_search():
     res = searcher.search(Position.initial(g, s), Budget(sims=200))
     assert res.sims == 200 and res.action in set(out[:36].tolist())
     assert res.counters["superko"] == 0    # LOA has no repetition rule
+
+
+def test_fpu_bias_option_orders_first_visits_by_knowledge():
+    from dataclasses import replace
+
+    g = B.make_params("random", "ef")
+    s = B.new_state(g)
+    firsts = set()
+    for bias in (True, False):
+        for seed in range(6):
+            agent = Agent(replace(AGENTS["fpu-ef"], fpu_bias=bias), tt_slots=1 << 10, seed=seed)
+            agent.choose(g, s, 1)
+            _, moves, pri, visits = root_of(agent, g, s)
+            j = int(np.flatnonzero(visits)[0])
+            if bias:
+                assert pri[j] == pri.max()     # the best-valued child first, whatever the seed
+            else:
+                firsts.add(j)
+    assert len(firsts) > 1                     # without the bias, the first child is a random one

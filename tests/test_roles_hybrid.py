@@ -121,6 +121,7 @@ def test_checker_catches_a_lost_merge_and_a_drifting_rank():
     run = Loopback(roles, seed=6, keep=True).run()
     problems = hybrid_problems(roles, run.sent)
     assert lost and any("rank 2: root visits" in p for p in problems) and any("differ" in p for p in problems)
+    assert any("MERGE messages sent" in p for p in problems)
 
 
 def test_impossible_groupings_are_refused():

@@ -15,10 +15,12 @@ def register(sub) -> None:
                     "simulations/s, playouts/s (PPS), new tree nodes/s (NPS) and root visits.")
     p.add_argument("--algo", default="sequential", help="algorithm (sequential, tree; MPI: leaf, root, tds, "
                                                         "dfuct, treesplit, hybrid)")
-    p.add_argument("--game", choices=("go", "pgame"), default="go")
+    p.add_argument("--game", choices=("go", "pgame", "loa"), default="go",
+                   help="Go (default), the synthetic P-game tree, or Lines of Action")
     p.add_argument("--board", type=int, default=9, help="Go board size (default 9)")
     p.add_argument("--komi", type=float, default=7.0)
-    p.add_argument("--policy", choices=("random", "light"), default="random", help="Go playout policy")
+    p.add_argument("--policy", choices=("random", "light", "knowledge"), default="random",
+                   help="playout policy: Go random | light; LOA random | knowledge")
     p.add_argument("--branching", type=int, default=4, help="P-game branching factor")
     p.add_argument("--depth", type=int, default=8, help="P-game depth")
     p.add_argument("--playout-cost", type=int, default=0, help="P-game busy-loop iterations per playout step")
@@ -42,6 +44,10 @@ def register(sub) -> None:
 def action_name(game: str, size: int, action: int) -> str:
     if action < 0:
         return "none"
+    if game == "loa":
+        from model.loa.game import action_name as loa_action_name
+
+        return loa_action_name(action)
     if game != "go":
         return str(action)
     if action == size * size:

@@ -46,7 +46,6 @@ class Recorder:
         self._last_busy = 0.0
         self._last_t = 0.0
 
-
     def collect(self, package_records: list[tuple]) -> None:
         """Move package and message records into the trace (and the telemetry window)."""
         pk = package_records + self.io_packages if self.io_packages else package_records
@@ -60,22 +59,24 @@ class Recorder:
             return
         if pk:
             t0, t1, w, kind, sim = zip(*pk)
-            sim_a = np.asarray(sim, dtype=np.int64)
-            keep = _keep_mask(sim_a, self.sample_rate)
-            cols = {"t_start": np.asarray(t0)[keep], "t_end": np.asarray(t1)[keep],
-                    "rank": np.full(int(keep.sum()), self.rank, dtype=np.int32),
-                    "worker": np.asarray(w, dtype=np.int32)[keep], "kind": np.asarray(kind, dtype=object)[keep],
-                    "sim_id": sim_a[keep]}
-            self.writer.extend("packages", cols)
+            cols = {"t_start": t0, "t_end": t1, "rank": (self.rank,) * len(t0), "worker": w, "kind": kind,
+                    "sim_id": sim}
+            self.writer.extend("packages", self._sampled(cols, False))
         if msgs:
             ts, tr, src, dst, kind, nb, sim = zip(*msgs)
-            sim_a = np.asarray(sim, dtype=np.int64)
-            keep = _keep_mask(sim_a, self.sample_rate) | (sim_a < 0)
-            self.writer.extend("messages", {
-                "t_send": np.asarray(ts)[keep], "t_recv": np.asarray(tr)[keep],
-                "src": np.asarray(src, dtype=np.int32)[keep], "dst": np.asarray(dst, dtype=np.int32)[keep],
-                "kind": np.asarray(kind, dtype=object)[keep], "bytes": np.asarray(nb, dtype=np.int32)[keep],
-                "sim_id": sim_a[keep]})
+            cols = {"t_send": ts, "t_recv": tr, "src": src, "dst": dst, "kind": kind, "bytes": nb, "sim_id": sim}
+            self.writer.extend("messages", self._sampled(cols, True))
+
+    def _sampled(self, cols: dict[str, tuple], keep_unattached: bool) -> dict[str, Any]:
+        """The rows of whole simulations kept by the sampling rate (all of them at rate 1; messages that
+        belong to no simulation, sim_id -1, always)."""
+        if self.sample_rate >= 1.0:
+            return cols
+        sim = np.asarray(cols["sim_id"], dtype=np.int64)
+        keep = _keep_mask(sim, self.sample_rate)
+        if keep_unattached:
+            keep |= sim < 0
+        return {k: np.asarray(v, dtype=object if k == "kind" else None)[keep] for k, v in cols.items()}
 
     def sample(self, t: float, busy_time: float, workers: int, queue_len: int, counters: dict[str, int]) -> float:
         """Record one sample; returns the busy fraction over the window since the last one."""

@@ -82,7 +82,7 @@ def make_roles_host(config: DistributedConfig, rank: int, world: int, cache: dic
     layout = _layout(config)
     setup = make_setup(config)
     cache = {} if cache is None else cache
-    key = (config.algo, layout, int(game.n_actions(setup.g)), config.params.get("table_mb"))
+    key = (config.algo, layout, int(game.max_children(setup.g)), config.params.get("table_mb"))
     if cache.get("warm") != key:
         warm_up(config, layout, setup)
         cache["warm"] = key
@@ -199,31 +199,19 @@ class RolesHost:
 
 # --- the result at rank 0 -----------------------------------------------------------------------------------
 def search_result(config: DistributedConfig, setup, layout, reports: dict[int, dict]) -> dict[str, Any]:
-    """The chosen move: the most visited root child that repeats no position of the game. Root
-    parallelisation sums the ranks' root children (independent trees); the other algorithms share one tree,
-    whose root every search rank holds after the final synchronisation (leaf: only the master), so the rank
-    with the most root visits speaks for it."""
+    """The chosen move: the most visited root child that repeats no position of the game. After the final
+    synchronisation every search rank that holds the root holds all of it (treesplit, root and hybrid share
+    it; tds, dfuct and leaf keep it on one rank), so the rank with the most root visits speaks for the run."""
     from model.uct import repeats_history
 
     hosts = [reports[r]["host"] for r in sorted(reports)]
     search = [h for h in hosts if h.get("search_rank") and "root" in h]
     if not search:
         return {"move": -1, "move_str": "none", "root_visits": 0, "children": [], "pv": []}
-    visits: dict[int, int] = {}
-    values: dict[int, float] = {}
-    if config.algo == "root":
-        for rep in search:
-            root = rep["root"]
-            for m, n, w in zip(root["moves"], root["child_visits"], root["child_value"]):
-                visits[m] = visits.get(m, 0) + n
-                values[m] = values.get(m, 0.0) + w
-        root_visits = sum(rep["root"]["visits"] for rep in search)
-        root_value = sum(rep["root"]["value"] for rep in search)
-    else:
-        root = max(search, key=lambda rep: rep["root"]["visits"])["root"]
-        visits = dict(zip(root["moves"], root["child_visits"]))
-        values = dict(zip(root["moves"], root["child_value"]))
-        root_visits, root_value = root["visits"], root["value"]
+    root = max(search, key=lambda rep: rep["root"]["visits"])["root"]
+    visits = dict(zip(root["moves"], root["child_visits"]))
+    values = dict(zip(root["moves"], root["child_value"]))
+    root_visits, root_value = root["visits"], root["value"]
     order = sorted(visits, key=lambda m: (-visits[m], -values[m]))
     move = next((m for m in order if visits[m] > 0
                  and not repeats_history(setup.g, setup.root, int(m), setup.history)), -1)
@@ -244,7 +232,7 @@ def search_result(config: DistributedConfig, setup, layout, reports: dict[int, d
         "pv": _principal_variation(setup, _reported_nodes(reports)[0], move),
     }
     res["pv_names"] = [name(a) for a in res["pv"]]
-    if digests:
+    if digests and config.algo in ("treesplit", "root"):  # hybrid's groups duplicate different nodes
         res["dup_consistent"] = len(digests) == 1
     return res
 

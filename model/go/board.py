@@ -26,9 +26,9 @@ from model.errors import ConfigError
 from model.go.playout import ownership, playout, playout_batch, policy_move
 from model.go.rules import (A_COLOR, A_EMPTY, A_HEAD, G_GAME, G_KOMI2, G_LEN, G_MAX_MOVES, G_P, G_POLICY,
                             G_SIZE, G_W, GAME_ID, HEADER, MAX_SIZE, MIN_SIZE, POLICY_LIGHT, POLICY_RANDOM, S_HASH,
-                            S_KO, S_MOVES, S_N_EMPTY, S_PASSES, S_TO_MOVE, ZOBRIST_SIDE, action_of, area_owner,
-                            area_score, init_state, is_eye, is_legal_point, liberty_count, place_stone, play_pass,
-                            play_point, point_of)
+                            S_KO, S_MOVE_LIMIT, S_MOVES, S_N_EMPTY, S_PASSES, S_TO_MOVE, ZOBRIST_SIDE, action_of,
+                            area_owner, area_score, init_state, is_eye, is_legal_point, liberty_count, place_stone,
+                            play_pass, play_point, point_of)
 
 POLICIES = {"random": POLICY_RANDOM, "light": POLICY_LIGHT}
 MAX_ABS_KOMI = 1000.0
@@ -155,8 +155,9 @@ def go_to_move(g, s):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def go_is_terminal(g, s):
-    """Two consecutive passes, or the move cap (3 x board points) reached."""
-    return s[S_PASSES] >= 2 or s[S_MOVES] >= g[G_MAX_MOVES]
+    """Two consecutive passes, or the move cap reached: 3 x board points from the empty board, or from the
+    game position the record (GoGame) last handed out, whichever is later."""
+    return s[S_PASSES] >= 2 or s[S_MOVES] >= s[S_MOVE_LIMIT]
 
 
 @njit(cache=True, nogil=True, _nrt=True)  # allocates, also when called from an _nrt=False kernel

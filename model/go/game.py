@@ -14,7 +14,7 @@ import numpy as np
 from model.errors import UserError
 from model.go import board as B
 from model.go.coords import COLUMNS, action_to_vertex, parse_color, vertex_to_action
-from model.go.rules import S_CAPS_B, S_CAPS_W
+from model.go.rules import G_MAX_MOVES, S_CAPS_B, S_CAPS_W, S_MOVE_LIMIT
 from model.rng import new_rng
 
 
@@ -44,7 +44,7 @@ class GoGame:
 
     @property
     def is_over(self) -> bool:
-        """Two consecutive passes (the kernels' move cap is for playouts, not for games)."""
+        """Two consecutive passes (the kernels' move cap bounds playouts, never a game: play() moves it on)."""
         return B.consecutive_passes(self.state) >= 2
 
     @property
@@ -113,6 +113,8 @@ class GoGame:
         B.set_to_move(self.state, player)
         ok = B.go_play(self.g, self.state, a)
         assert ok, "illegal_reason and go_play disagree"
+        # the kernels' move cap bounds playouts; a real game that runs long must not look finished to them
+        self.state[S_MOVE_LIMIT] = B.move_count(self.state) + int(self.g[G_MAX_MOVES])
         self.moves.append((player, a))
         h = self._position_hash()
         self.position_hashes.append(h)

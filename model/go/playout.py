@@ -19,8 +19,9 @@ import numpy as np
 from numba import njit, uint64
 
 from model.go.patterns import PAT3
-from model.go.rules import (A_COLOR, A_EMPTY, A_HEAD, A_NEXT, EMPTY, G_KOMI2, G_MAX_MOVES, G_POLICY, G_SIZE,
-                            HEADER, POLICY_LIGHT, S_LAST, S_MOVES, S_N_EMPTY, S_PASSES, S_TO_MOVE, action_of,
+from model.go.rules import (A_COLOR, A_EMPTY, A_HEAD, A_NEXT, EMPTY, G_KOMI2, G_POLICY, G_SIZE,
+                            HEADER, POLICY_LIGHT, S_LAST, S_MOVE_LIMIT, S_MOVES, S_N_EMPTY, S_PASSES, S_TO_MOVE,
+                            action_of,
                             area_owner, area_score, atari_liberty, in_atari, is_eye, is_legal_point, play_pass,
                             play_point, simple_area_score)
 from model.rng import next_u64, random
@@ -119,7 +120,7 @@ def pattern_code(s, P, W, p):
             | (s[C + p + 1] << 8) | (s[C + p + W - 1] << 10) | (s[C + p + W] << 12) | (s[C + p + W + 1] << 14))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, _nrt=False)
 def matches_pattern(s, P, W, p):
     code = pattern_code(s, P, W, p)
     return (PAT3[code >> 6] >> uint64(code & 63)) & uint64(1) != uint64(0)
@@ -193,7 +194,7 @@ def playout(g, s, rng, amaf):
     size = g[G_SIZE]
     W = size + 2
     P = W * W
-    cap = g[G_MAX_MOVES]
+    cap = s[S_MOVE_LIMIT]
     light = g[G_POLICY] == POLICY_LIGHT
     while s[S_PASSES] < 2 and s[S_MOVES] < cap:
         player = s[S_TO_MOVE]

@@ -44,6 +44,8 @@ S_LAST = 6       # last move's point, -1 for pass or none
 S_LAST2 = 7      # the move before, same coding
 S_CAPS_B = 8     # stones captured by Black (prisoners; informative only, area scoring ignores them)
 S_CAPS_W = 9
+S_MOVE_LIMIT = 10  # the game is cut (terminal) when S_MOVES reaches this: the move cap, counted from the
+                   # position the game record last handed out, so a long real game still leaves room to play
 HEADER = 16
 # array k lives at HEADER + k*P: colour; chain head and next stone (stones); packed pseudo-liberties and
 # stone count (chain heads); the empty-point list and each point's index in it
@@ -333,6 +335,7 @@ def init_state(g):
     s[S_KO] = -1
     s[S_LAST] = -1
     s[S_LAST2] = -1
+    s[S_MOVE_LIMIT] = g[G_MAX_MOVES]
     C = HEADER + A_COLOR * P
     for p in range(P):
         r = p // W

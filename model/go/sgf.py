@@ -14,12 +14,21 @@ if TYPE_CHECKING:
 _COLOUR = {0: "b", 1: "w"}
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("treesplit")
+    except PackageNotFoundError:
+        return "dev"
+
+
 def game_to_sgf(game: "GoGame") -> bytes:
     """The game as SGF (FF[4]), with RE once both players have passed (Tromp-Taylor, all stones alive)."""
     out = sgf.Sgf_game(size=game.size)
     root = out.get_root()
     root.set("KM", game.komi)
-    root.set("AP", ("treesplit", "0.1"))
+    root.set("AP", ("treesplit", _version()))
     n = game.size
 
     def rc(a: int) -> tuple[int, int]:

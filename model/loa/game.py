@@ -16,6 +16,15 @@ from model.loa.rules import (A_BOARD, BLACK_WINS, DRAW, MAX_MOVES, N_ACTIONS, ON
 FILES = "abcdefgh"
 
 
+def action_name(action: int, before: np.ndarray | None = None) -> str:
+    """Name of action (e.g. "b1-b3"); a capture shows as 'x' when `before` (the position it is played in) is given."""
+    if action == PASS:
+        return "pass"
+    frm, to = action >> 6, action & 63
+    sep = "x" if before is not None and before[A_BOARD + to] != 0 else "-"
+    return f"{square_name(frm)}{sep}{square_name(to)}"
+
+
 def square_name(sq: int) -> str:
     return f"{FILES[sq % 8]}{sq // 8 + 1}"
 
@@ -70,11 +79,7 @@ class LoaGame:
     # --- names --------------------------------------------------------------------------------------------------
     def action_name(self, action: int, before: np.ndarray | None = None) -> str:
         """Name of action; a capture shows as 'x' when `before` (the position it is played in) is given."""
-        if action == PASS:
-            return "pass"
-        frm, to = action >> 6, action & 63
-        sep = "x" if before is not None and before[A_BOARD + to] != 0 else "-"
-        return f"{square_name(frm)}{sep}{square_name(to)}"
+        return action_name(action, before)
 
     def parse_action(self, name: str) -> int:
         t = name.strip().lower()

@@ -6,8 +6,10 @@ move-generation order, as seed 001 4.2.1 sorts them), child i having n_i visits 
     UCT_pb(i) = v_i / n_i + 2 C_uct sqrt(2 ln N / n_i) + C_pb H_i / (n_i + 1)          (seed 001 eq. 2.3, 2.5)
   PU:  only the first U(N) = U_0 + floor(ln N / ln mu) children are candidates (eq. 2.4; U_0 when N = 0);
        an unvisited candidate is taken first (value infinity, as in plain UCT), the best-ranked one first.
-  FPU: every child is a candidate; an unvisited child scores FPU + C_pb H_i (the bias with n_i = 0 on top
-       of the fixed urgency, so knowledge still orders the first visits).
+  FPU: every child is a candidate; an unvisited child scores the fixed urgency FPU, knowledge plays no
+       part before a child's first visit (seed 001 5.2.2 credits PU's lead over FPU to PU's knowledge order).
+       Option fpu_bias adds the bias with n_i = 0, C_pb H_i, to FPU: knowledge then orders the first visits
+       too, which (with the evaluation as H) makes FPU agents far stronger than seed 001's.
 Exact ties are broken at random. The move played is the most visited root child.
 
 One simulation: descend from the root through stored nodes, storing the first new node reached (a new
@@ -35,8 +37,8 @@ from model.tt import UNEXPANDED, lookup_in
 PU, FPU = 0, 1
 KINDS = {"pu": PU, "fpu": FPU}
 # agent parameters (float64 array)
-P_KIND, P_C, P_CPB, P_FPU, P_U0, P_MU, P_MAX_DEPTH = range(7)
-N_PARAMS = 7
+P_KIND, P_C, P_CPB, P_FPU, P_U0, P_MU, P_MAX_DEPTH, P_FPU_BIAS = range(8)
+N_PARAMS = 8
 # counters
 C_SIMS, C_NEW, C_EXPANDS, C_DEPTH_SUM, C_MAX_DEPTH, C_NO_ROOM = range(6)
 N_COUNTERS = 6
@@ -54,6 +56,7 @@ class AgentParams:
     u0: int = 1                # PU agents only: initial window
     mu: float = 2.5365         # PU agents only: unpruning rate
     max_depth: int = 200       # longest in-tree path
+    fpu_bias: bool = False     # FPU agents: an unvisited child scores FPU + C_pb H (not in seed 001)
 
     def validate(self) -> None:
         check(self.kind in KINDS, "kind", f"one of {', '.join(KINDS)}")
@@ -68,7 +71,7 @@ class AgentParams:
     def to_array(self) -> np.ndarray:
         p = np.zeros(N_PARAMS, dtype=np.float64)
         p[P_KIND], p[P_C], p[P_CPB], p[P_FPU] = KINDS[self.kind], self.c_uct, self.c_pb, self.fpu
-        p[P_U0], p[P_MU], p[P_MAX_DEPTH] = self.u0, self.mu, self.max_depth
+        p[P_U0], p[P_MU], p[P_MAX_DEPTH], p[P_FPU_BIAS] = self.u0, self.mu, self.max_depth, float(self.fpu_bias)
         return p
 
     def as_dict(self) -> dict:
@@ -107,13 +110,14 @@ def select_in(n_children, visits, cv, cw, pr, slot, p, rng):
     log_n = math.log(max(float(big_n), 1.0))
     c2 = 2.0 * p[P_C]
     cpb = p[P_CPB]
+    first = cpb if p[P_FPU_BIAS] != 0.0 else 0.0
     best = -np.inf
     bj = 0
     ties = 0
     for j in range(n_ch):
         n = float(cv[slot, j])
         if n == 0.0:
-            sc = p[P_FPU] + cpb * pr[slot, j]
+            sc = p[P_FPU] + first * pr[slot, j]
         else:
             sc = cw[slot, j] / n + c2 * math.sqrt(2.0 * log_n / n) + cpb * pr[slot, j] / (n + 1.0)
         if sc > best:

@@ -9,11 +9,11 @@ Between groups the search is root-parallel, as in root.py. The "merged nodes", t
 `merge_depth` moves below the root (found by playing every legal move from the root), are shared by every
 search rank of every group from the start, the way treesplit shares the root: stored, expanded, zeroed
 and given delta counters (dup.py). Inside a group their increments travel as treesplit's SYNCs. Each rank
-also keeps the rows of merged nodes its SYNC flushes carry (its own increments, nothing it heard) and,
-every `merge_every` of its own simulations, flushes the merged nodes and sends what it kept in one MERGE to
-every search rank of the other groups, which add it to their tables (never to their deltas, so nothing
-echoes). After the final synchronisation every search rank holds the same merged nodes, the root
-included: the sum over all groups. Below them each group grows its own tree.
+also keeps the rows of merged nodes its SYNC flushes carry (its own increments, nothing it heard); every
+`merge_every` of its own simulations it flushes the merged nodes and, when that is done, sends what it
+kept in one MERGE to every search rank of the other groups, which add it to their tables (never to their
+deltas, so nothing echoes). After the final synchronisation every search rank holds the same merged
+nodes, the root included: the sum over all groups. Below them each group grows its own tree.
 """
 
 from __future__ import annotations
@@ -175,6 +175,7 @@ class HybridSearch(GroupRank):
         super().__init__(rank, groups, inner)
         self.merging = G > 1
         self.since_merge = 0
+        self.export_due = False
         self.final = False
         self.kept: list[np.ndarray] = []
         self.sent, self.received, self.counts = Counter(), Counter(), Counter()
@@ -269,16 +270,17 @@ class HybridSearch(GroupRank):
         out = super().on_work_done(pkg, result)
         if not self.merging:
             return out
+        if pkg.kind == SYNC and (self.export_due or self.final):
+            self.export_due = False
+            self._export(out)
         self.since_merge += self.inner.done - done
         if self.since_merge >= self.params.merge_every and not self.inner.stopped:
             self.since_merge = 0
-            self._export(out)
-            acts = Actions()  # the merged nodes' increments so far: to the group now, to the others next time
+            self.export_due = True  # sent once the merged nodes' increments are flushed
+            acts = Actions()
             self.inner.to_flush.update(self.merged_rows)
             self.inner._kick_sync(acts)
             out.extend(self._out(acts))
-        elif self.final and pkg.kind == SYNC:
-            self._export(out)
         return out
 
     def final_sync(self) -> Actions:
@@ -321,8 +323,9 @@ _GROUP_ONLY = ("root visits", "visits in the tables add up")
 def hybrid_problems(roles, messages=None) -> list[str]:
     """treesplit_problems for each group (its roles in group numbers; its SYNC/DUP messages plus the MERGE
     rows it received), then, over all groups: every search rank's root visits equal all simulations
-    completed, the merged nodes are the same on every search rank, and every update asked for by a finished
-    simulation is in the tables once (each group's own nodes once per group, merged nodes once)."""
+    completed, the merged nodes are the same on every search rank, every MERGE sent was received, and every
+    update asked for by a finished simulation is in the tables once (each group's own nodes once per group,
+    merged nodes once)."""
     groups: Groups = roles[0].groups
     G = groups.G
     bad: list[str] = []
@@ -377,6 +380,9 @@ def hybrid_problems(roles, messages=None) -> list[str]:
         bad.append(f"edge visits in the tables add up to {edges}, finished simulations asked for {want_edges}")
     if nodes != want_nodes:
         bad.append(f"node visits in the tables add up to {nodes}, finished simulations asked for {want_nodes}")
+    sent, received = sum(r.sent[MERGE] for r in searchers), sum(r.received[MERGE] for r in searchers)
+    if sent != received:
+        bad.append(f"{sent} MERGE messages sent, {received} received")
     if len(views) != len(merged):
         bad.append(f"{len(views)} of {len(merged)} merged nodes are in the tables")
     return bad

@@ -94,14 +94,16 @@ def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, 
             else:
                 return ST_PLAYOUT, n, 0  # not stored as far as this rank can tell: a leaf
         player = game.to_move(g, s)
+        if game.is_terminal(g, s):
+            # As in run_simulations: a finished game is no tree node (after two passes in Go its hash is the
+            # position's before them), so no leaf record: nothing is updated or searched on from it.
+            return ST_PLAYOUT, n, 0
         if slot == 0 or n >= max_depth:
             if slot != 0:
                 n = _leaf(steps, n, h, me, player)
             return ST_PLAYOUT, n, 0
         nc = atomic_load(t.n_children, slot)
         if nc == UNEXPANDED:
-            if game.is_terminal(g, s):
-                return ST_PLAYOUT, _leaf(steps, n, h, me, player), 0
             return ST_EXPAND, n, slot
         if nc <= 0:
             return ST_PLAYOUT, _leaf(steps, n, h, me, player), 0

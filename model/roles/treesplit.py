@@ -98,7 +98,8 @@ class TreesplitSearch(Role):
         self.max_depth = int(self.p[P_MAX_DEPTH])
         self.rave = self.p[P_RAVE] != 0.0
         if table is None:
-            table = new_table(slots_for(self.params.table_mb, self.n_actions), self.n_actions)
+            k = int(game.max_children(self.g))
+            table = new_table(slots_for(self.params.table_mb, k), k)
         self.t = table
         self.local_slots = int(table.key.shape[0])  # |H|/M: every rank's table must have the same size
         self.dt = new_dup_table(self.local_slots, table.child_move.shape[1],
