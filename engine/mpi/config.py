@@ -76,7 +76,13 @@ class DistributedConfig:
     def resolved_bcast_ranks(self) -> int:
         if self.bcast_ranks is not None:
             return self.bcast_ranks
-        return self.ranks // 4 if self.algo in ("treesplit", "hybrid") else 0
+        ratio = int(self.params.get("bcast_ratio", 4))
+        if self.algo == "treesplit":
+            return self.ranks // ratio
+        if self.algo == "hybrid":  # every group gets its own share, so the groups divide the broadcast ranks
+            groups = int(self.params.get("groups", 2))
+            return groups * ((self.ranks // groups) // ratio) if self.ranks % groups == 0 else 0
+        return 0
 
     @property
     def world_size(self) -> int:
