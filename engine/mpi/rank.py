@@ -38,7 +38,7 @@ from engine.mpi.recorder import SAMPLE_EVERY, TELEMETRY_EVERY, Recorder
 from engine.mpi.workers import WorkerPool
 from model.errors import ConfigError, UserError
 
-IDLE_WAIT = 0.0005  # longest sleep of an idle IO thread before it polls the network again
+IDLE_WAIT = 0.0001  # longest nap of an idle IO thread: a message waits about half of it (0.5 ms: 2.5x fewer sims/s)
 TICK_EVERY = 0.001
 INLINE_SLICE = 0.0002  # without workers: run packages this long between two polls
 EXIT_INTERRUPTED = 130
