@@ -25,8 +25,9 @@ Every callback returns an `Actions` (base.py): `pkgs` (work packages to run on t
                                    (treesplit, root, hybrid: every search rank; tds, dfuct: the root's
                                    owner; leaf: the master)
 
-start/on_message/on_work_done/on_timer/stop/final_sync are called from ONE thread (the IO thread) and
-never concurrently with each other; execute may run concurrently with them and with itself. A rank's
+start/on_message/on_work_done/on_timer/stop/final_sync are never called concurrently with each other (the
+engine serialises them with one lock per rank: the IO thread delivers messages, and a worker reports its own
+finished package, which saves a thread hand-off per package); execute may run concurrently with them and with itself. A rank's
 packages may run in any order; `pkg.front` marks the continuation of a simulation that may run next on
 the same worker. Messages between two ranks may arrive in any order (no FIFO assumed). Message sizes
 (msg.nbytes) are exact; the engine sends msg.encode() and rebuilds with messages.decode(kind, src, dst,
