@@ -89,12 +89,16 @@ def make_searcher(name: str, config) -> Any:
 
 
 def _builtin() -> None:
+    from engine.inflight import InFlightConfig, InFlightSearcher
     from engine.sequential import SearchConfig, SequentialSearcher
     from engine.tree_parallel import TreeSearcher
 
     register(Algorithm("sequential", "UCT on one core (the reference)", SearchConfig, SequentialSearcher))
     register(Algorithm("tree", "one process, threads on one shared tree with virtual loss", SearchConfig,
                        TreeSearcher))
+    register(Algorithm("inflight", "the sequential search with S_par simulations in flight (virtual loss), one "
+                       "core: the strength cost of parallelism alone (seed 000 Figure 4.15)", InFlightConfig,
+                       InFlightSearcher))
 
 
 _builtin()

@@ -14,6 +14,7 @@ disagreement about the rules, not a fault of the mover: that game is void and le
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import math
@@ -268,12 +269,15 @@ def our_color(cfg: MatchConfig, index: int) -> int:
 
 
 def play_one(cfg: MatchConfig, index: int, ours: GtpEndpoint, out: Path | None,
-             new_game: Callable[[int, float], object] | None = None) -> GameResult:
-    """Play game `index` (0-based) against a fresh opponent process; write its SGF under out/games/."""
+             new_game: Callable[[int, float], object] | None = None,
+             opponent: GtpEndpoint | None = None) -> GameResult:
+    """Play game `index` (0-based) against a fresh opponent process (or the in-process `opponent`, reused
+    from game to game like ours); write its SGF under out/games/."""
     mine = our_color(cfg, index)
-    stderr = open(out / "opponent.stderr.log", "a") if out is not None else None
+    stderr = open(out / "opponent.stderr.log", "a") if out is not None and opponent is None else None
     try:
-        with GtpProcess(cfg.opponent, name="opponent", stderr=stderr, timeout=cfg.move_timeout) as opp:
+        with (contextlib.nullcontext(opponent) if opponent is not None else
+              GtpProcess(cfg.opponent, name="opponent", stderr=stderr, timeout=cfg.move_timeout)) as opp:
             black, white = (ours, opp) if mine == BLACK else (opp, ours)
             ref = Referee(black, white, checker=opp, size=cfg.board, komi=cfg.komi, move_cap=cfg.move_cap,
                           timeout=cfg.move_timeout, allow_cleanup=cfg.cleanup, new_game=new_game)
@@ -284,7 +288,7 @@ def play_one(cfg: MatchConfig, index: int, ours: GtpEndpoint, out: Path | None,
     res.index = index
     res.our_color = "black" if mine == BLACK else "white"
     if out is not None:
-        names = (ours.name, _engine_label(cfg.opponent))
+        names = (ours.name, opponent.name if opponent is not None else _engine_label(cfg.opponent))
         pb, pw = names if mine == BLACK else names[::-1]
         path = out / "games" / f"game-{index + 1:04d}.sgf"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -383,23 +387,28 @@ def write_csv(path: Path, results: list[GameResult]) -> None:
 # -- running N games, possibly in parallel worker processes ------------------------------------------------
 
 _worker_engine: GtpEndpoint | None = None
+_worker_opponent: GtpEndpoint | None = None
 
 
-def _worker_init(make_engine: Callable[[], GtpEndpoint]) -> None:
-    global _worker_engine
+def _worker_init(make_engine: Callable[[], GtpEndpoint], make_opponent: Callable[[], GtpEndpoint] | None) -> None:
+    global _worker_engine, _worker_opponent
     _worker_engine = make_engine()  # once per worker: the Player (and its compiled kernels) is reused
+    _worker_opponent = make_opponent() if make_opponent is not None else None
 
 
 def _worker_play(cfg: MatchConfig, index: int, out: Path | None) -> GameResult:
-    return play_one(cfg, index, _worker_engine, out)
+    return play_one(cfg, index, _worker_engine, out, opponent=_worker_opponent)
 
 
 def run_match(cfg: MatchConfig, make_engine: Callable[[], GtpEndpoint], out: Path | None,
-              engine_info: dict | None = None, progress: bool = True) -> dict:
+              engine_info: dict | None = None, progress: bool = True,
+              make_opponent: Callable[[], GtpEndpoint] | None = None) -> dict:
     """Play cfg.games games; write out/games/*.sgf, out/games.csv and out/summary.json; return the summary.
 
     `make_engine()` builds our side (e.g. an in-process GtpLocal); with jobs > 1 it runs once in each worker
-    process, so it must be picklable (a module-level function or a functools.partial of one).
+    process, so it must be picklable (a module-level function or a functools.partial of one). So does
+    `make_opponent()` when given: an in-process opponent (self-play without a process start per game);
+    cfg.opponent then only labels it.
     """
     from tqdm import tqdm
 
@@ -420,17 +429,21 @@ def run_match(cfg: MatchConfig, make_engine: Callable[[], GtpEndpoint], out: Pat
     try:
         if cfg.jobs == 1:
             ours = make_engine()
+            opp = None
             try:
+                opp = make_opponent() if make_opponent is not None else None
                 for i in range(cfg.games):
-                    done(play_one(cfg, i, ours, out))
+                    done(play_one(cfg, i, ours, out, opponent=opp))
             finally:
                 ours.close()
+                if opp is not None:
+                    opp.close()
         else:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
             # spawn, not fork: this process has threads (engine pipe readers, tqdm) that fork would not copy
-            with ProcessPoolExecutor(max_workers=cfg.jobs, initializer=_worker_init, initargs=(make_engine,),
+            with ProcessPoolExecutor(max_workers=cfg.jobs, initializer=_worker_init, initargs=(make_engine, make_opponent),
                                      mp_context=multiprocessing.get_context("spawn")) as pool:
                 futures = [pool.submit(_worker_play, cfg, i, out) for i in range(cfg.games)]
                 try:

@@ -12,7 +12,7 @@ actually played is found again); new_game and undo start afresh. Budget per move
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
@@ -32,6 +32,9 @@ class PlayerConfig(SearchConfig, TimeConfig):
     seconds: float | None = None     # seconds per move (fixed)
     ranks: int | None = None         # MPI algorithms
     policy: str = "light"            # Go playout policy: random | light
+    # the algorithm's own settings that the player does not share (e.g. {"n_dup": 2048} for treesplit,
+    # {"s_par": 16} for inflight), applied over the shared ones; an unknown key is a ConfigError
+    algo_params: dict = field(default_factory=dict)
 
     def validate(self) -> None:
         SearchConfig.validate(self)
@@ -42,10 +45,20 @@ class PlayerConfig(SearchConfig, TimeConfig):
         from engine import algorithms
 
         algorithms.get(self.algo)  # an unknown or unavailable algorithm is an error now, not at genmove
+        check(isinstance(self.algo_params, dict), "algo_params", "must be a table of key = value")
+        self.algo_config()
+
+    def algo_config(self):
+        """The algorithm's config: the shared fields it has, then algo_params."""
+        from engine import algorithms
+        from model.config import with_overrides
+
+        cfg = self.part(algorithms.get(self.algo).config_cls)
+        return with_overrides(cfg, self.algo_params) if self.algo_params else cfg
 
     def part(self, cls):
         """The fields of this config that `cls` (a config dataclass) has, as a `cls`."""
-        names = {f.name for f in fields(cls)}
+        names = {f.name for f in fields(cls)} - {"algo_params"}
         return cls(**{k: v for k, v in asdict(self).items() if k in names})
 
 
@@ -55,8 +68,7 @@ class Player:
 
         self.config = config or PlayerConfig()
         self.config.validate()
-        algo = algorithms.get(self.config.algo)
-        self.searcher = algorithms.make_searcher(self.config.algo, self.config.part(algo.config_cls))
+        self.searcher = algorithms.make_searcher(self.config.algo, self.config.algo_config())
         self.time = self.config.part(TimeConfig)
         self.size, self.komi = 19, 7.5
         self.time_settings: tuple[float, float, int] | None = None

@@ -40,6 +40,10 @@ class SearchConfig:
     vloss: float = uct.UctParams.vloss
     expand_visits: int = uct.UctParams.expand_visits
     pb: float = uct.UctParams.pb
+    pb_unvisited: bool = uct.UctParams.pb_unvisited
+    unprune_u0: int = uct.UctParams.unprune_u0
+    unprune_mu: float = uct.UctParams.unprune_mu
+    expand_node_visits: int = uct.UctParams.expand_node_visits
     max_depth: int = uct.UctParams.max_depth
     superko: bool = uct.UctParams.superko
     # table and run

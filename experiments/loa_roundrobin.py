@@ -1,8 +1,9 @@
 """Table 5.2 of seed 001, in spirit: a round robin of the four serial LOA agents of Table 5.1 (PU-MC, PU-EF,
 FPU-MC, FPU-EF) at equal simulations per move, each pair playing --games games with colours alternating.
 The table (row beat column), each pair's win rate with its 95% Wilson interval and Elo difference, and
-every game go to experiments/results/<name>.json, rewritten after each game so a long run can be watched
-(and a cut one still leaves its games).
+every game go to experiments/results/<name>.json, the pairs and the ranking (each agent against the field:
+score, Wilson interval, Elo) to <name>.csv and <name>-ranking.csv, rewritten after each game so a long run
+can be watched (and a cut one still leaves its games).
 
     .venv/bin/python -m experiments.loa_roundrobin --games 2 --sims 100        # smoke (about a minute)
     .venv/bin/python -m experiments.loa_roundrobin --games 200 --sims 1000     # the measurement (hours)
@@ -87,8 +88,12 @@ def summarize(agents: list[str], records: list[dict]) -> dict:
         pairs.append({"agent": a, "opponent": b, **st.as_dict()})
     score = {a: sum(wins[a].values()) + 0.5 * sum(draws[a].values()) for a in agents}
     ranking = sorted(agents, key=lambda a: -score[a])
+    # each agent against the field: its share of points, Wilson interval and the Elo that share implies
+    standings = [{"rank": i + 1, "agent": a, **match_stats(sum(wins[a].values()), sum(wins[b][a] for b in wins[a]),
+                                                           sum(draws[a].values())).as_dict(), "score": score[a]}
+                 for i, a in enumerate(ranking)]
     secs = [r["seconds"] for r in records]
-    return {"wins": wins, "draws": draws, "pairs": pairs, "score": score, "ranking": ranking,
+    return {"wins": wins, "draws": draws, "pairs": pairs, "score": score, "ranking": ranking, "standings": standings,
             "games": len(records), "seconds_per_game_median": statistics.median(secs) if secs else None,
             "plies_per_game_mean": statistics.fmean(r["plies"] for r in records) if records else None}
 
@@ -104,6 +109,11 @@ def format_table(agents: list[str], summary: dict) -> str:
         elo = "n/a" if p["elo"] is None else f"{p['elo']:+.0f}"
         lines.append(f"  {p['agent']} vs {p['opponent']}: {p['wins']}-{p['losses']}-{p['draws']}, win rate "
                      f"{p['win_rate']:.3f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}], Elo {elo}")
+    lines.append("ranking (against the field):")
+    for s in summary["standings"]:
+        elo = "n/a" if s["elo"] is None else f"{s['elo']:+.0f}"
+        lines.append(f"  {s['rank']}. {s['agent']}: {s['wins']}-{s['losses']}-{s['draws']}, score "
+                     f"{s['win_rate']:.3f} [{s['ci_low']:.3f}, {s['ci_high']:.3f}], Elo {elo}")
     return "\n".join(lines)
 
 
@@ -130,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(a: argparse.Namespace) -> int:
     from model.loa.policy import AGENTS
-    from model.results import write_json
+    from model.results import write_csv, write_json
 
     agents = [x.strip() for x in a.agents.split(",") if x.strip()]
     if len(agents) < 2 or len(set(agents)) != len(agents) or any(x not in AGENTS for x in agents):
@@ -147,8 +157,11 @@ def run(a: argparse.Namespace) -> int:
         records.append(rec)
         print(f"[{len(records)}/{len(jobs)}] {rec['black']} (B) vs {rec['white']} (W): {rec['end']} "
               f"in {rec['plies']} plies, {rec['seconds']:.1f} s", flush=True)
-        write_json(a.name, {"config": config, "summary": summarize(agents, records), "records": records,
+        summary = summarize(agents, records)
+        write_json(a.name, {"config": config, "summary": summary, "records": records,
                             "complete": len(records) == len(jobs), "wall_seconds": time.perf_counter() - t0})
+        write_csv(a.name, summary["pairs"])
+        write_csv(f"{a.name}-ranking", summary["standings"])
 
     if a.jobs == 1:
         for job in jobs:
@@ -160,7 +173,7 @@ def run(a: argparse.Namespace) -> int:
     summary = summarize(agents, records)
     print(format_table(agents, summary))
     print(f"median {summary['seconds_per_game_median']:.1f} s per game, {summary['plies_per_game_mean']:.0f} "
-          f"plies per game on average; written to experiments/results/{a.name}.json")
+          f"plies per game on average; written to experiments/results/{a.name}.json, .csv, -ranking.csv")
     return 0
 
 

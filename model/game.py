@@ -48,10 +48,20 @@ from numba import njit
 from model.errors import ConfigError
 from model import pgame as pg
 from model.go import board as go
+from model.go.coords import COLUMNS as GTP_COLUMNS
 from model.loa import board as loa
+from model.loa import game as loa_names
+from model.loa import rules as loa_rules
 
 GO, PGAME, LOA = 0, 1, 2
 NAMES = {"go": GO, "pgame": PGAME, "loa": LOA}
+# the GameSpec fields each game reads besides its board size and komi (which runs record apart)
+OPTIONS = {"go": ("policy",), "pgame": ("branching", "depth", "seed", "cost"), "loa": ("policy", "knowledge")}
+
+
+def game_name(g) -> str:
+    """The name ("go", "pgame", "loa") of the game whose params are g."""
+    return next(name for name, gid in NAMES.items() if gid == int(g[0]))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -167,6 +177,10 @@ class GameSpec:
     seed: int = 1            # P-game tree
     cost: int = 0            # P-game busy-loop iterations per playout step
 
+    def options(self) -> dict:
+        """This game's own settings (OPTIONS), e.g. to hand on as a run's game_params."""
+        return {k: getattr(self, k) for k in OPTIONS.get(self.name, ())}
+
     def make(self) -> tuple[np.ndarray, np.ndarray]:
         if self.name == "go":
             g = go.make_params(self.size, self.komi, self.policy)
@@ -199,3 +213,81 @@ def run_playouts(g, s, rng, n):
         amaf[:] = -1
         total += playout(g, c, rng, amaf)
     return total / max(n, 1)
+
+
+# --- naming and placing actions, for people (viz, reports), keyed by the game's name as traces record it -----
+# Traces carry meta["game"] and meta["board"] (the Go size; other games ignore it). Unknown games and the
+# P-game have no board: their actions are named by number.
+
+def _go_size(board) -> int | None:
+    try:
+        n = int(board or 0)
+    except (TypeError, ValueError):
+        return None
+    return n if 1 < n <= len(GTP_COLUMNS) else None
+
+
+def _go_cell(board, action: int) -> tuple[int, int] | None:
+    n = _go_size(board)
+    return (action % n, action // n) if n and 0 <= action < n * n else None
+
+
+def _go_label(board, action: int) -> str:
+    n = _go_size(board)
+    if not n:
+        return str(action)
+    if action >= n * n:
+        return "pass"
+    return f"{GTP_COLUMNS[action % n]}{action // n + 1}"
+
+
+def _loa_cell(board, action: int) -> tuple[int, int] | None:
+    if not 0 <= action < loa_rules.PASS:
+        return None
+    to = action & 63  # an action is from * 64 + to; its place on the board is where the piece lands
+    return to % 8, to // 8
+
+
+def _loa_label(board, action: int) -> str:
+    return loa_names.action_name(action) if 0 <= action < loa_rules.N_ACTIONS else str(action)
+
+
+def _go_axes(board):
+    n = _go_size(board)
+    return ([GTP_COLUMNS[i] for i in range(n)], [str(i + 1) for i in range(n)]) if n else None
+
+
+# name -> (axes(board): (column names, row names) or None, label(board, a), cell(board, a))
+_BOARDS = {
+    "go": (_go_axes, _go_label, _go_cell),
+    "loa": (lambda board: (list(loa_names.FILES), [str(i + 1) for i in range(8)]), _loa_label, _loa_cell),
+}
+
+
+def _board_of(game):
+    return _BOARDS.get(str(game or "").lower())
+
+
+def board_axes(game: str, board) -> tuple[list[str], list[str]] | None:
+    """Names of the board's columns (left to right) and rows (bottom up), or None if the game has no board."""
+    b = _board_of(game)
+    return b[0](board) if b else None
+
+
+def board_shape(game: str, board) -> tuple[int, int] | None:
+    """(width, height) of the game's board (Go: board x board, LOA: 8 x 8), or None if it has none."""
+    axes = board_axes(game, board)
+    return (len(axes[0]), len(axes[1])) if axes else None
+
+
+def action_label(game: str, board, action: int) -> str:
+    """How a player names the action: Go "D4" / "pass", LOA "b1-b3" / "pass", otherwise the number."""
+    b = _board_of(game)
+    return b[1](board, int(action)) if b else str(int(action))
+
+
+def action_cell(game: str, board, action: int) -> tuple[int, int] | None:
+    """(x, y) of the action on the board (x = column from the left, y = row from the bottom, both from 0): Go the
+    point played, LOA the destination square; None for a pass or a game without a board."""
+    b = _board_of(game)
+    return b[2](board, int(action)) if b else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,4 +24,17 @@ def write_json(name: str, data: dict[str, Any], directory: Path | None = None) -
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{name}.json"
     path.write_text(json.dumps({**stamp(), **data}, indent=2, default=float) + "\n")
+    return path
+
+
+def write_csv(name: str, rows: list[dict[str, Any]], directory: Path | None = None) -> Path:
+    """Write `rows` (dicts with the same keys, in order) to <results>/<name>.csv and return the path; the date
+    and machine stay in the JSON written beside it."""
+    d = directory or RESULTS_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{name}.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else [])
+        w.writeheader()
+        w.writerows(rows)
     return path

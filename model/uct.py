@@ -9,9 +9,18 @@ Selection score of child j of node s, with n = N(s,j) + vloss_weight * inflight(
     n > 0:            (1 - beta) W/n + beta W_amaf/n_a + C sqrt(2 ln N(s) / n)     (seed 000 Def. 11/12)
     n = 0, n_a > 0:   W_amaf/n_a + C sqrt(2 ln N(s))                              (beta = 1, n counts as 1)
     n = 0, n_a = 0:   fpu                                                         (first-play urgency)
-    plus pb * prior(s,j) / (n + 1) when progressive bias is on. Ties are broken at random.
+    plus pb * prior(s,j) / (n + 1) when progressive bias is on (for n = 0 only with pb_unvisited). Exact ties
+    are broken uniformly at random.
 beta = n_a / (n + n_a + 4 n n_a b^2) (Silver) or sqrt(k / (3n + k)) (equivalence parameter k, Gelly & Silver);
 beta = 0 when RAVE is off or n_a = 0. Virtual losses count as visits that earned 0.
+
+Knowledge (seed 001): a game with priors (model/game.py, LOA) has each node's children stored best prior
+first (stable, generation order among equals), the priors kept for progressive bias. Progressive unpruning
+(unprune_u0 > 0) offers only the first U(N) = U_0 + floor(ln N / ln mu) children of a node with N visits,
+and takes an unvisited one of them first, the best-ranked first. Seed 001's four agents (Table 5.1), as
+model/loa/policy.py sets them: PU = unpruning + bias; FPU = urgency fpu + bias on visited children only
+(pb_unvisited off); both with RAVE off, C = 2 C_uct, and a new node a leaf until its second visit
+(expand_visits 0, expand_node_visits 1).
 
 The small kernels (select_child, expand, add_vloss, update_edge, update_node, update_amaf) are what the
 distributed roles call one step at a time on the nodes they own; run_simulations fuses them into whole
@@ -34,8 +43,9 @@ from model.rng import randint
 from model.tt import EXPANDING, MISSING, NEW, UNEXPANDED, lookup, lookup_in
 
 # --- parameters (flat float64 array, so kernels take them as one argument) ----------------------------------
-P_C, P_RAVE, P_RAVE_SCHEDULE, P_RAVE_K, P_RAVE_BIAS, P_FPU, P_VLOSS, P_EXPAND, P_PB, P_MAX_DEPTH, P_SUPERKO = range(11)
-N_PARAMS = 11
+(P_C, P_RAVE, P_RAVE_SCHEDULE, P_RAVE_K, P_RAVE_BIAS, P_FPU, P_VLOSS, P_EXPAND, P_PB, P_MAX_DEPTH, P_SUPERKO,
+ P_PB_UNVISITED, P_U0, P_MU, P_EXPAND_NODE) = range(15)
+N_PARAMS = 15
 SCHEDULES = {"silver": 0, "equivalence": 1}
 
 # --- counters (int64 array filled by run_simulations) -------------------------------------------------------
@@ -57,6 +67,10 @@ class UctParams:
     vloss: float = 1.0            # virtual visits per simulation in flight through an edge (0: off)
     expand_visits: int = 1        # a child node is stored once its edge has this many visits (0: at once)
     pb: float = 0.0               # progressive bias weight (needs priors)
+    pb_unvisited: bool = True     # the bias also scores unvisited children (off: they score fpu alone)
+    unprune_u0: int = 0           # progressive unpruning's initial window U_0 (0: off; needs priors)
+    unprune_mu: float = 2.5365    # its rate mu: one more child each time N grows by a factor mu
+    expand_node_visits: int = 0   # a stored node (not the root) gets its children on visit k + 1 (0: at once)
     max_depth: int = 400          # longest in-tree path
     superko: bool = True          # positional superko checked in the tree
 
@@ -69,6 +83,9 @@ class UctParams:
         check(self.vloss >= 0, "vloss", "must be >= 0")
         check(self.expand_visits >= 0, "expand_visits", "must be >= 0")
         check(self.pb >= 0, "pb", "must be >= 0")
+        check(self.unprune_u0 >= 0, "unprune_u0", "must be >= 0")
+        check(self.unprune_mu > 1, "unprune_mu", "must be > 1")
+        check(self.expand_node_visits >= 0, "expand_node_visits", "must be >= 0")
         check(1 <= self.max_depth <= 100_000, "max_depth", "must be in 1..100000")
 
     def to_array(self) -> np.ndarray:
@@ -77,6 +94,8 @@ class UctParams:
         p[P_RAVE_K], p[P_RAVE_BIAS], p[P_FPU] = self.rave_k, self.rave_bias, self.fpu
         p[P_VLOSS], p[P_EXPAND], p[P_PB] = self.vloss, self.expand_visits, self.pb
         p[P_MAX_DEPTH], p[P_SUPERKO] = self.max_depth, float(self.superko)
+        p[P_PB_UNVISITED], p[P_U0], p[P_MU] = float(self.pb_unvisited), self.unprune_u0, self.unprune_mu
+        p[P_EXPAND_NODE] = self.expand_node_visits
         return p
 
     def as_dict(self) -> dict:
@@ -118,7 +137,7 @@ def _score(n, w, na, wa, prior, explore, p):
         q = wa / na + explore
     else:
         q = p[P_FPU]
-    if p[P_PB] != 0.0:
+    if p[P_PB] != 0.0 and (n > 0.0 or p[P_PB_UNVISITED] != 0.0):
         q += p[P_PB] * prior / (n + 1.0)
     return q
 
@@ -161,8 +180,19 @@ def scores_in(visits, cv, cw, av, aw, vl, pr, slot, n_ch, p, out):
             if n > 0.0 or (rave and av[slot, j] > 0):
                 out[j] += explore / math.sqrt(max(n, 1.0))
     if p[P_PB] != 0.0:
+        first = p[P_PB_UNVISITED] != 0.0
         for j in range(n_ch):
-            out[j] += p[P_PB] * pr[slot, j] / (float(cv[slot, j]) + vw * float(vl[slot, j]) + 1.0)
+            n = float(cv[slot, j]) + vw * float(vl[slot, j])
+            if n > 0.0 or first:
+                out[j] += p[P_PB] * pr[slot, j] / (n + 1.0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def unpruned(n, u0, mu):
+    """U(n) = U_0 + floor(ln n / ln mu): how many of the best-ranked children a node with n visits offers."""
+    if n < 1:
+        return np.int64(u0)
+    return np.int64(u0) + np.int64(math.floor(math.log(n) / math.log(mu) + 1e-12))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -172,18 +202,31 @@ def select_in(n_children, visits, cv, cw, av, aw, vl, pr, slot, p, rng, scratch)
     n_ch = n_children[slot]
     if n_ch <= 0:
         return -1
+    if p[P_U0] > 0.0:  # progressive unpruning: the window's unvisited children first, best-ranked first
+        n_ch = min(n_ch, unpruned(visits[slot], p[P_U0], p[P_MU]))
+        vw = p[P_VLOSS]
+        for j in range(n_ch):
+            if float(cv[slot, j]) + vw * float(vl[slot, j]) == 0.0:
+                return j
     scores_in(visits, cv, cw, av, aw, vl, pr, slot, n_ch, p, scratch)
-    # Ties go to the first best after a random starting child: one random number per selection rather than
-    # one per tie (the common tie, all children unvisited, is then broken uniformly).
-    start = randint(rng, n_ch)
+    # One random number, and only when there is a tie (commonly: children all unvisited), chooses uniformly
+    # among the best.
     best = -np.inf
     bj = -1
-    for j in range(start, n_ch):
-        if scratch[j] > best:
-            best, bj = scratch[j], j
-    for j in range(start):
-        if scratch[j] > best:
-            best, bj = scratch[j], j
+    ties = 0
+    for j in range(n_ch):
+        x = scratch[j]
+        if x > best:
+            best, bj, ties = x, j, 1
+        elif x == best:
+            ties += 1
+    if ties > 1:
+        k = randint(rng, ties)
+        for j in range(bj, n_ch):
+            if scratch[j] == best:
+                if k == 0:
+                    return j
+                k -= 1
     return bj
 
 
@@ -197,10 +240,24 @@ def select_child(t, slot, p, rng):
 # --- expansion, virtual loss, update --------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True, inline="always")
-def expand_in(n_children, cm, cv, cw, av, aw, vl, pr, g, s, slot, buf):
+def sort_by_value(actions, val, n):
+    """Order actions[:n] by val[:n], highest first, stably (insertion sort: n <= max_children)."""
+    for i in range(1, n):
+        a, v = actions[i], val[i]
+        k = i - 1
+        while k >= 0 and val[k] < v:
+            actions[k + 1], val[k + 1] = actions[k], val[k]
+            k -= 1
+        actions[k + 1], val[k + 1] = a, v
+
+
+@njit(cache=True, nogil=True, inline="always")
+def expand_in(n_children, cm, cv, cw, av, aw, vl, pr, g, s, slot, buf, val):
     if not atomic_cas(n_children, slot, UNEXPANDED, EXPANDING):
         return False
     n = game.legal_actions(g, s, buf)
+    if game.priors(g, s, buf, n, val):
+        sort_by_value(buf, val, n)
     for j in range(n):
         cm[slot, j] = buf[j]
         cv[slot, j] = 0
@@ -208,17 +265,17 @@ def expand_in(n_children, cm, cv, cw, av, aw, vl, pr, g, s, slot, buf):
         av[slot, j] = 0
         aw[slot, j] = 0.0
         vl[slot, j] = 0
-        pr[slot, j] = 0.0
+        pr[slot, j] = val[j]
     atomic_store(n_children, slot, n)
     return True
 
 
 @njit(cache=True, nogil=True)
 def expand(t, g, s, slot, buf):
-    """Store the children (legal actions of s) of the node in slot. False if another thread expands or
-    expanded it. buf: int64[n_actions] scratch."""
+    """Store the children (legal actions of s) of the node in slot, best prior first when the game has
+    knowledge. False if another thread expands or expanded it. buf: int64[n_actions] scratch."""
     return expand_in(t.n_children, t.child_move, t.child_visits, t.child_value, t.amaf_visits, t.amaf_value,
-                     t.vloss, t.prior, g, s, slot, buf)
+                     t.vloss, t.prior, g, s, slot, buf, np.empty(buf.shape[0], np.float64))
 
 
 @njit(cache=True, nogil=True)
@@ -320,6 +377,7 @@ def run_simulations(t, g, s_root, history, p, rng, n_sims, counters):
     use_vl = p[P_VLOSS] > 0.0
     superko = p[P_SUPERKO] != 0.0
     expand_at = p[P_EXPAND]
+    expand_node = p[P_EXPAND_NODE]
     path_slot = np.zeros(max_depth + 1, np.int64)
     path_child = np.zeros(max_depth + 1, np.int64)
     path_player = np.zeros(max_depth + 1, np.int64)
@@ -356,7 +414,9 @@ def run_simulations(t, g, s_root, history, p, rng, n_sims, counters):
                 break
             nc = atomic_load(nch, slot)
             if nc == UNEXPANDED:
-                if not expand_in(nch, cm, cv, cw, av, aw, vl, pr, g, s, slot, buf):
+                if depth > 0 and visits[slot] < expand_node:  # a stored leaf until its visit expand_node + 1
+                    break
+                if not expand_in(nch, cm, cv, cw, av, aw, vl, pr, g, s, slot, buf, scratch):
                     break
                 counters[C_EXPANDS] += 1
                 nc = nch[slot]

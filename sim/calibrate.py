@@ -28,6 +28,10 @@ from sim.profile import COST_KINDS, NetworkSpec, NodeSpec, Profile
 from sim.workload import fit_workload
 
 MIN_SAMPLES = 5
+# With --threads 1 the engine's IO thread runs packages this long between two polls (engine/mpi/rank.py's
+# INLINE_SLICE; sim/ may not import engine/, so the value is repeated here)
+ENGINE_INLINE_SLICE = 2e-4
+FUSED_GAP = 1e-6  # s: shorter gaps between packages are parts of one package, not a hand-over
 
 
 def run_pingpong(budget: float = 4.0, timeout: float = 60.0) -> dict[str, Any]:
@@ -52,6 +56,101 @@ def run_pingpong(budget: float = 4.0, timeout: float = 60.0) -> dict[str, Any]:
     if "error" in res:
         raise UserError(f"ping-pong: {res['error']}")
     return res
+
+
+def package_gap(pk, idle: float = 1e-2) -> float | None:
+    """The mean time between one package's end and the next one's start on the same worker, over gaps
+    shorter than `idle` (longer ones are a worker waiting for work, not bookkeeping). The mean, not the
+    median: on a shared host the gaps include the rank being descheduled, which costs the run as much."""
+    if len(pk) < 2 * MIN_SAMPLES:
+        return None
+    d = pk.sort_values(["rank", "worker", "t_start"])
+    same = (d["rank"].to_numpy()[1:] == d["rank"].to_numpy()[:-1]) & (
+        d["worker"].to_numpy()[1:] == d["worker"].to_numpy()[:-1])
+    gap = d["t_start"].to_numpy()[1:] - d["t_end"].to_numpy()[:-1]
+    # parts of one fused package (model.roles.CONTINUE) follow each other with no hand-over between them
+    gap = gap[same & (gap >= FUSED_GAP) & (gap < idle)]
+    return float(np.mean(gap)) if len(gap) >= MIN_SAMPLES else None
+
+
+def rank_gaps(pk, ranks: int | None = None) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """Per rank (the first `ranks` only, if given): (rank, gap starts, gap ends) between its consecutive
+    packages (a rank of the engine's --threads 1 runs its packages one after the other on its IO thread)."""
+    out = []
+    if len(pk):
+        pk = pk[pk["kind"].astype(str) != "io"]  # a simulator's IO-loop records overlap the packages
+    for r, d in pk.groupby("rank", sort=True):
+        if ranks is not None and int(r) >= ranks:
+            continue
+        d = d.sort_values("t_start")
+        out.append((int(r), d["t_end"].to_numpy()[:-1], d["t_start"].to_numpy()[1:]))
+    return out
+
+
+def fused(pk) -> bool:
+    """Whether the engine ran fused packages (model.roles.CONTINUE: a simulation's steps on a rank follow
+    each other with no hand-over, gaps under FUSED_GAP); traces made before fusion have none."""
+    if len(pk) < 2 * MIN_SAMPLES:
+        return False
+    g = np.concatenate([b - a for _, a, b in rank_gaps(pk)])
+    return bool(len(g) and (g < FUSED_GAP).mean() > 0.05)
+
+
+def idle_nap(pk, lo: float = 4e-5, hi: float = 5e-4, min_gaps: int = 500) -> float | None:
+    """The period at which an idle IO thread polls, from the gaps between packages on --threads 1 ranks:
+    a rank that ran out of work naps, polls, naps again, so its long gaps sit on a lattice c + k P. P is the
+    period whose phase the gaps agree on best (the first Fourier component of the gap lengths); None when
+    the ranks were hardly ever idle or the gaps show no lattice."""
+    g = np.concatenate([b - a for _, a, b in rank_gaps(pk)]) if len(pk) else np.zeros(0)
+    g = g[(g > lo) & (g < 5 * hi)]
+    if len(g) < min_gaps:
+        return None
+    if len(g) > 20000:
+        g = np.random.default_rng(0).choice(g, 20000, replace=False)
+    periods = np.arange(lo, hi, 1e-6)
+    score = np.array([abs(np.exp(2j * np.pi * g / p).mean()) for p in periods])
+    i = int(np.argmax(score))
+    return float(periods[i]) if score[i] >= 0.3 else None
+
+
+def inline_costs(tr, short: float) -> tuple[float, float, float, float] | None:
+    """(per package, per message received, per message sent, per statistics byte received) seconds on an
+    engine rank that runs its packages on its IO thread: a least-squares fit of each gap between two
+    packages shorter than `short` (no nap in it) to 1 + the messages the rank received and sent in it
+    (their t_recv / t_send) + the bytes of shared-node statistics (runtime.STATS_KINDS) received in it.
+    The gap holds the role's bookkeeping of the package before it and, at the end of an inline slice, the
+    loop's turn: probing, receiving, decoding and the role's on_message per received message."""
+    from sim.runtime import STATS_KINDS
+
+    M = int(tr.meta.get("ranks", {}).get("search", 1))
+    ms = tr.messages
+    xs, ys = [], []
+    for r, a, b in rank_gaps(tr.packages, M):
+        keep = ((b - a) >= 0) & ((b - a) < short)
+        a, b = a[keep], b[keep]
+        if ms.empty:
+            nr = ns = nb = np.zeros(len(a))
+        else:
+            mine = ms[ms["dst"] == r].sort_values("t_recv")
+            rv = mine["t_recv"].to_numpy()
+            sb = np.concatenate([[0.0], np.cumsum(np.where(mine["kind"].astype(str).isin(STATS_KINDS),
+                                                           mine["bytes"].to_numpy(), 0))])
+            sd = np.sort(ms.loc[ms["src"] == r, "t_send"].to_numpy())
+            i0, i1 = np.searchsorted(rv, a), np.searchsorted(rv, b)
+            nr, nb = i1 - i0, sb[i1] - sb[i0]
+            ns = np.searchsorted(sd, b) - np.searchsorted(sd, a)
+        xs.append(np.c_[np.ones(len(a)), nr, ns, nb])
+        ys.append(b - a)
+    if not xs or sum(len(y) for y in ys) < 2 * MIN_SAMPLES:
+        return None
+    x, y = np.vstack(xs), np.concatenate(ys)
+    if not (x[:, 1] > 0).any():  # one rank: no messages, the gap is all bookkeeping
+        return float(np.mean(y)), 0.0, 0.0, 0.0
+    if not (x[:, 3] > 0).any():
+        x = x[:, :3]
+    c = np.linalg.lstsq(x, y, rcond=None)[0]
+    c = [float(max(v, 0.0)) for v in c] + [0.0] * (4 - len(c))
+    return c[0], c[1], c[2], c[3]
 
 
 def calibrate(trace_dir: str | Path, base: Profile, name: str = "local", pingpong: dict | None = None) -> Profile:
@@ -80,7 +179,7 @@ def calibrate(trace_dir: str | Path, base: Profile, name: str = "local", pingpon
             if kind != "CONTROL" and len(sizes):
                 messages[kind] = int(np.median(sizes))
     threads = int(tr.meta.get("threads", base.node.cores_per_rank))
-    node = NodeSpec(cores=max(2, threads), ranks_per_node=1)
+    node = NodeSpec(cores=max(1, threads), ranks_per_node=1)
     network, io = base.network, base.io
     if pingpong:
         network = NetworkSpec(latency=pingpong["latency"], overhead=pingpong["overhead"], gap=pingpong["gap"],
@@ -91,8 +190,28 @@ def calibrate(trace_dir: str | Path, base: Profile, name: str = "local", pingpon
     else:
         notes.append(f"network and IO loop from {base.name} (--no-pingpong)")
     if tr.meta.get("runtime") == "engine":
-        # the engine drives the roles from its IO thread: finished packages go back through it
-        io = dataclasses.replace(io, handles_completions=True)
+        # the engine's worker runs the role's callback for its own package (the roles' lock, not the IO
+        # thread); that bookkeeping is the gap between one package and the next on a worker kept busy
+        io = dataclasses.replace(io, handles_completions=False,
+                                 inline_slice=ENGINE_INLINE_SLICE if threads == 1 else 0.0)
+        nap = idle_nap(pk) if threads == 1 else None
+        fit = inline_costs(tr, min(1e-4, 0.6 * nap) if nap else 1e-4) if threads == 1 else None
+        if fit is not None:
+            # the IO thread itself pays every message: received ones in its loop, sent ones when the role
+            # encodes them; the simulator charges o + per_message for each message in and out
+            pp, recv, send, stats_b = fit
+            per_msg = max(0.0, (recv + send) / 2 - network.overhead)
+            io = dataclasses.replace(io, per_package=pp, per_message=per_msg, stats_per_byte=stats_b)
+            notes.append(f"per_package {pp * 1e6:.1f} us, per message {recv * 1e6:.1f} us received / "
+                         f"{send * 1e6:.1f} us sent, {stats_b * 1e9:.2f} ns per statistics byte (package gaps)")
+        else:
+            pp = package_gap(pk)
+            if pp is not None:
+                io = dataclasses.replace(io, per_package=pp)
+                notes.append(f"per_package {pp * 1e6:.1f} us (package gaps)")
+        if nap is not None:
+            io = dataclasses.replace(io, idle_nap=nap)
+            notes.append(f"idle_nap {nap * 1e6:.0f} us (lattice of idle gaps)")
     workloads = dict(base.workloads)
     algo = tr.meta.get("algo", "")
     try:

@@ -4,11 +4,17 @@ A profile is a TOML file with these tables (sim/profiles/oculus.toml is a commen
 
     name, description, source          strings
     [node]      cores, ranks_per_node   a search rank gets cores // ranks_per_node cores: 1 IO + the workers
+                                        (1 core per rank: no workers, the IO core runs the packages itself
+                                        between two polls, the engine's --threads 1)
     [network]   LogGP: latency L, overhead o, gap g, gap_per_byte G (per node NIC, shared by its ranks),
                 eager_threshold (bytes; larger messages take a rendezvous round trip first),
                 shm_latency, shm_gap_per_byte (ranks on the same node)
     [io]        the IO core's loop: poll_base + poll_per_peer * peers per iteration (MPI_Testsome polls a
-                buffer per peer, seed 000 4.3.2), per_message (dispatch/collect one message), per_byte
+                buffer per peer, seed 000 4.3.2), per_message (dispatch/collect one message), per_byte;
+                optional: per_package (the role's bookkeeping for one finished package, on the core that
+                finishes it, not counted as busy), inline_slice (no workers: run packages at most this
+                long between two polls; 0 = until the queue is empty), idle_nap (an idle IO core polls
+                only every idle_nap seconds; 0 = it notices input at once)
     [costs]     one service-time distribution per work-package kind (select, expand, playout, update,
                 sync, bcast), see sim/distributions.py
     [messages]  default size in bytes per message kind (roles may give exact sizes)
@@ -43,8 +49,8 @@ class NodeSpec:
 
     def validate(self) -> None:
         check(self.ranks_per_node >= 1, "node.ranks_per_node", "must be >= 1")
-        check(self.cores >= 2 * self.ranks_per_node, "node.cores",
-              f"must be >= 2 * ranks_per_node (each rank needs an IO core and a worker), got {self.cores}")
+        check(isinstance(self.cores, int) and self.cores >= self.ranks_per_node, "node.cores",
+              f"must be >= ranks_per_node (each rank needs a core), got {self.cores}")
 
     @property
     def cores_per_rank(self) -> int:
@@ -80,9 +86,15 @@ class IOSpec:
     per_message: float      # s: dispatch one received message to a worker queue or collect one to send
     per_byte: float         # s/byte: copying message payloads on the IO core
     stats_per_byte: float   # s/byte: taking in shared-node statistics (DUP/SYNC/BCAST/MERGE) on the IO core
-    handles_completions: bool = False  # finished packages go back through the IO core (treesplit's engine:
-    #                                    the roles' on_work_done runs on the IO thread); False: the worker
-    #                                    carries on with the simulation itself (Gomorra, seed 000 4.2.4)
+    handles_completions: bool = False  # finished packages go back through the IO core (the roles'
+    #                                    on_work_done runs there); False: the worker carries on with the
+    #                                    simulation itself (Gomorra, seed 000 4.2.4; the engine since roles'
+    #                                    callbacks run on whichever thread holds the rank's lock)
+    per_package: float = 0.0   # s: role bookkeeping per finished package (the engine's Python callback)
+    inline_slice: float = 0.0  # s: without workers, run packages this long between polls (0: until empty)
+    idle_nap: float = 0.0   # s: an idle IO core sleeps between polls and is not woken by arrivals: it sees
+    #                         input at the next poll of its lattice (the engine's IDLE_WAIT nap with the OS's
+    #                         timer overshoot); 0: it notices input within one loop iteration
 
     def validate(self) -> None:
         _non_negative(self, "io", skip=("handles_completions",))

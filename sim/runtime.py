@@ -6,7 +6,8 @@ Per search rank (seed 000 4.2.4, Figure 4.3):
     sent or received, the LogGP overhead o, the dispatch cost and a per-byte copy cost (statistics messages
     also pay io.stats_per_byte). Received messages go to the role; its packages go to the rank's queue and
     its messages leave when the iteration ends. Input that arrives while the IO core idles is noticed at
-    a random phase of its polling loop.
+    a random phase of its polling loop, or, with io.idle_nap, at the end of the nap it is in (the engine's
+    idle IO thread sleeps and is not woken by the network).
   - C-1 worker processes sharing the rank's package queue (workers may take work from each other's
     buffers, 4.2.4): each takes a package, calls role.execute, charges the service time (the package's
     own cost, or a draw from the profile for its kind) and then either calls role.on_work_done itself
@@ -30,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 import simpy
 
-from model.roles.base import Actions, Package
+from model.roles.base import CONTINUE, Actions, Package
 from sim.distributions import Sampler
 from sim.network import Network
 from sim.profile import Profile
@@ -39,6 +40,19 @@ from sim.profile import Profile
 STATS_KINDS = frozenset(("SYNC", "BCAST", "DUP", "MERGE"))
 _GOLDEN = 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1
+
+
+def run_parts(pkg, execute, samplers) -> tuple[list[tuple[str, float]], object]:
+    """Run a package and every further part it asks for (model.roles.CONTINUE): ([(kind, cost)], result).
+    Each part is charged as a package of its kind (the package's own cost if it has one)."""
+    parts = []
+    while True:
+        k = pkg.kind
+        result = execute(pkg)
+        c = pkg.cost
+        parts.append((k, samplers[k].next() if c is None else c))
+        if result is not CONTINUE:
+            return parts, result
 
 
 @dataclass
@@ -172,25 +186,26 @@ class Rank:
         role = self.role
         execute = role.execute
         via_io = world.profile.io.handles_completions
+        per_pkg = 0.0 if via_io else world.profile.io.per_package
         while True:
             while not q:
                 ev = env.event()
                 self.idle.append(ev)
                 yield ev
             pkg = q.popleft()
-            result = execute(pkg)
-            cost = pkg.cost
-            if cost is None:
-                cost = samplers[pkg.kind].next()
+            parts, result = run_parts(pkg, execute, samplers)
+            cost = parts[0][1] if len(parts) == 1 else sum(c for _, c in parts)
             t0 = env.now
             running[w] = t0
-            yield env.timeout(cost)
+            yield env.timeout(cost + per_pkg if per_pkg else cost)
             del running[w]
             stats.busy += cost
-            k = pkg.kind
-            stats.pkgs[k] = stats.pkgs.get(k, 0) + 1
-            if trace is not None and trace.keep(pkg.sim_id):
-                trace.w.package(t0, t0 + cost, rid, w, k, pkg.sim_id)
+            t = t0
+            for k, c in parts:
+                stats.pkgs[k] = stats.pkgs.get(k, 0) + 1
+                if trace is not None and trace.keep(pkg.sim_id):
+                    trace.w.package(t, t + c, rid, w, k, pkg.sim_id)
+                t += c
             if via_io:
                 self.done.append((pkg, result))
                 self._wake_io()
@@ -217,14 +232,26 @@ class Rank:
         rid = self.rid
         stats_kinds = STATS_KINDS
         inline = self.n_workers == 0
+        search_inline = inline and not self.bcast  # the engine's --threads 1: packages count as busy
+        per_pkg = prof.io.per_package
+        slice_ = prof.io.inline_slice
+        nap = prof.io.idle_nap
         q = self.queue
         while True:
             woke = False
+            t_idle = env.now
             while not (self.inbox or self.outbox or self.timers_due or self.done or (inline and q)):
                 ev = env.event()
                 self.io_wake = ev
                 yield ev
                 woke = True
+            if woke and nap > 0 and not (self.outbox or self.done):  # a worker's hand-over does wake it
+                # a napping core is not woken: it polls again at the end of its current nap, and whatever
+                # arrived by then is taken in that iteration (one event, not one per nap)
+                wait = max(1, math.ceil((env.now - t_idle) / nap - 1e-9)) * nap - (env.now - t_idle)
+                if wait > 0:
+                    yield env.timeout(wait)
+                woke = False
             inbox, self.inbox = self.inbox, []
             sends, self.outbox = self.outbox, []
             timers, self.timers_due = self.timers_due, []
@@ -266,18 +293,24 @@ class Rank:
                         q.append(p)
                 pkgs = []
                 t_pkg = env.now + phase + cost
-                while q:
+                # a time slice (the engine's); without one, what was queued when the iteration began (a
+                # simulation that never leaves the rank must still let the loop poll)
+                t_slice = t_pkg + slice_ if slice_ > 0 else float("inf")
+                n_left = len(q) if slice_ <= 0 else -1
+                while q and t_pkg < t_slice and n_left != 0:
+                    n_left -= 1
                     pkg = q.popleft()
-                    result = execute(pkg)
-                    c = pkg.cost
-                    if c is None:
-                        c = samplers[pkg.kind].next()
-                    k = pkg.kind
-                    stats.pkgs[k] = stats.pkgs.get(k, 0) + 1
-                    if trace is not None and trace.keep(pkg.sim_id):
-                        trace.w.package(t_pkg, t_pkg + c, rid, -1, k, pkg.sim_id)
-                    t_pkg += c
-                    cost += c
+                    parts, result = run_parts(pkg, execute, samplers)
+                    for k, c in parts:
+                        stats.pkgs[k] = stats.pkgs.get(k, 0) + 1
+                        if trace is not None and trace.keep(pkg.sim_id):
+                            trace.w.package(t_pkg, t_pkg + c, rid, -1, k, pkg.sim_id)
+                        t_pkg += c
+                        cost += c
+                        if search_inline:
+                            stats.busy += c
+                    t_pkg += per_pkg
+                    cost += per_pkg
                     acts = role.on_work_done(pkg, result)
                     if acts:
                         for p in acts.pkgs:
@@ -289,7 +322,8 @@ class Rank:
                         new_timers.extend(acts.timers)
             for m in sends:
                 nbytes += m.nbytes
-            cost += (len(inbox) + len(sends)) * (o + per_msg) + len(done) * per_msg + nbytes * per_byte
+            cost += ((len(inbox) + len(sends)) * (o + per_msg) + len(done) * (per_msg + per_pkg)
+                     + nbytes * per_byte)
             stats.msgs_in += len(inbox)
             stats.io_loops += 1
             stats.io_loop_time += cost

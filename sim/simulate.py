@@ -57,7 +57,9 @@ class SimConfig:
         check(self.seconds > 0 and math.isfinite(self.seconds), "seconds", "need a simulated time > 0")
         check(self.warmup is None or self.warmup >= 0, "warmup", "need >= 0")
         check(self.fidelity in FIDELITIES, "fidelity", f"one of {', '.join(FIDELITIES)}")
-        check(self.game in ("pgame", "go"), "game", "one of pgame, go")
+        from model.game import NAMES
+
+        check(self.game in NAMES, "game", f"one of {', '.join(NAMES)}")
         check(0 < self.sample_rate <= 1, "sample_rate", "need a fraction in (0, 1]")
         check(self.sample_interval > 0, "sample_interval", "need > 0")
         check(isinstance(self.bundle, int) and self.bundle >= 1, "bundle", "need a whole number >= 1")
@@ -129,7 +131,7 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
     if B > M:
         raise ConfigError(f"--bcast-nodes: {B} broadcast ranks for {M} search ranks; at most one per search rank")
     W = prof.node.workers_per_rank
-    layout = Layout(search_ranks=M, bcast_ranks=B, workers=W, peers=getattr(own, "peers", 12))
+    layout = Layout(search_ranks=M, bcast_ranks=B, workers=max(1, W), peers=getattr(own, "peers", 12))
     spec = game_spec(cfg, game_fields)
     workload = None
     roles = []
@@ -203,13 +205,48 @@ def estimate_wall(cfg: SimConfig, profile: Profile | None = None) -> float:
     return total * WALL_PER_PACKAGE[cfg.fidelity]
 
 
+SNAPSHOTS = 5  # tree snapshots a functional run records in its trace (the last one at its end)
+
+
+def record_snapshot(p: Prepared, t: float) -> bool:
+    """Append the top of the search tree, read from every search rank's role (model/roles/snapshot.py), to
+    the trace's tree table; False for roles that keep no shared tree table (root's and leaf's are
+    per rank or on the master: the snapshot then shows the rank that holds the root)."""
+    import numpy as np
+
+    from model.roles.snapshot import tree_rows
+
+    search = [r for r in p.roles[: p.layout.search_ranks] if hasattr(r, "t") and hasattr(r, "dt")]
+    if not search or not hasattr(search[0], "kernel_ranks"):
+        return False
+    rows = tree_rows(search)
+    if len(rows["hash"]) == 0:
+        return False
+    p.writer.tree({"t": np.full(len(rows["hash"]), t), **rows})
+    return True
+
+
 def run(p: Prepared, progress: Callable[[float], None] | None = None) -> dict[str, Any]:
     """Run a prepared world; returns the summary (sim/summary.py) plus run facts."""
     from sim.summary import summarize
 
     cfg = p.cfg
     world = p.world
-    res = world.run(cfg.seconds, warmup=cfg.warmup_s, progress=progress)
+    snap = progress
+    if p.writer is not None and p.roles:
+        # tree snapshots, as the engine records them: every SNAPSHOT_EVERY of the run and at its end
+        total = cfg.seconds + cfg.warmup_s
+        every = total / SNAPSHOTS
+        nxt = [every]
+
+        def snap(t: float) -> None:
+            if t >= nxt[0] - 1e-12 and t < total - 1e-12:
+                record_snapshot(p, world.env.now)
+                nxt[0] += every
+            if progress:
+                progress(t)
+
+    res = world.run(cfg.seconds, warmup=cfg.warmup_s, progress=snap)
     res.extra["warmup"] = cfg.warmup_s
     loop_times = [getattr(r, "loop_time", getattr(r, "loop", 0.0)) for r in world.ranks]
     summary = summarize(res, loop_times)
@@ -220,6 +257,8 @@ def run(p: Prepared, progress: Callable[[float], None] | None = None) -> dict[st
         summary["drain"] = world.drain()
         summary["wall_s"] += time.perf_counter() - t0
     if p.writer is not None:
+        if p.roles:
+            record_snapshot(p, world.env.now)
         p.writer.close(t_end=summary["drain"]["t_quiet"] if cfg.drain else res.t_end)
         summary["trace"] = str(Path(cfg.trace))
     return summary

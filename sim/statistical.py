@@ -128,9 +128,11 @@ class StatWorld:
         # bundle G: each modelled simulation stands for G that take the same path side by side (G packages
         # on G workers, G messages on the same link); counts are G times the modelled ones
         self.G = G = max(1, int(bundle))
-        self.s_par = max(1, round(W * M * params.overload / G))
+        self.s_par = max(1, round(max(W, 1) * M * params.overload / G))
         self.per_rank = max(1, round(self.s_par / M))
-        self.forward = getattr(params, "forward_playouts", True) and M > 1 and algo in ("treesplit", "tds")
+        self.forward = (getattr(params, "forward_playouts", True) and M > 1 and W > 0
+                        and algo in ("treesplit", "tds"))
+        self.per_package = io.per_package  # the role's bookkeeping after each package, on the same core
         c = profile.costs
         sim_work = c["select"].mean + c["playout"].mean + c["update"].mean
         # S_par/M simulations per rank keep each worker's queue about `overload` simulations long; a rank
@@ -162,6 +164,7 @@ class StatWorld:
     def work(self, r: _Rank, t: float, cost: float, kind: str, sim_id: int) -> float:
         """A package on r's workers (or, on a broadcast rank, its only core); returns its end."""
         G = self.G if sim_id >= 0 else 1
+        cost += self.per_package
         if r.workers is not None:
             start, end = r.workers.book(t, cost * G, G)
         else:
@@ -488,6 +491,8 @@ class StatWorld:
         for r in self.ranks:
             io_used = r.io.used_until(t)
             busy = r.workers.used_until(t) if r.workers else io_used
+            if r.workers and self.per_package:  # bookkeeping is not busy (the engine's clock stops first)
+                busy = max(0.0, busy - self.per_package * sum(r.pkgs.values()))
             out.append({"msgs_out": dict(r.msgs_out), "bytes_out": r.bytes_out, "msgs_in": r.msgs_in,
                         "busy": busy, "io_busy": io_used + r.poll, "io_loops": r.iters,
                         "io_loop_time": io_used + r.poll, "pkgs": dict(r.pkgs)})

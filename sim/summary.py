@@ -56,7 +56,7 @@ def summarize(res: RunResult, loop_times: list[float]) -> dict[str, Any]:
         "seconds": T,
         "search_ranks": M, "bcast_ranks": B, "workers_per_rank": W,
         "sims": sims, "sims_per_s": sims / T, "pps": playouts / T, "nps": nodes / T,
-        "busy_frac": busy / (M * W * T) if W else 0.0,
+        "busy_frac": busy / (M * max(W, 1) * T),  # W = 0: the IO core runs the packages (--threads 1)
         "hops_per_sim": per_sim(by_kind.get("MOVE", 0)),
         "messages_per_sim": per_sim(total_msgs), "bytes_per_sim": per_sim(total_bytes),
         "msgs_per_rank_s": sum(msgs_s) / (M * T), "bytes_per_rank_s": sum(bytes_s) / (M * T),

@@ -14,7 +14,8 @@ from model.loa import board as B
 from model.loa import rules as R
 from model.loa.game import LoaGame, parse_square
 from model.loa.knowledge import CATEGORY_P, REGION, move_evaluation, transition_probability
-from model.loa.policy import AGENTS, N_COUNTERS, Agent, run_agent, unpruned
+from model.loa.policy import AGENTS, NO_HISTORY, Agent
+from model.uct import unpruned
 from model.rng import new_rng
 
 
@@ -113,7 +114,7 @@ def test_agents_take_the_one_winning_move(name):
     assert agent.choose(g, s, 400) == wins[0]
 
 
-def test_run_agent_counts_and_is_reproducible():
+def test_agent_simulations_count_and_are_reproducible():
     ap = AGENTS["pu-mc"]
     g = B.make_params("random", "mc")
     s = B.new_state(g)
@@ -121,10 +122,10 @@ def test_run_agent_counts_and_is_reproducible():
     for _ in range(2):
         t = tt.new_table(1 << 12, int(game.max_children(g)))
         tt.new_search(t)
-        counters = np.zeros(N_COUNTERS, np.int64)
-        run_agent(t, g, s, ap.to_array(), uct.UctParams(rave=False, vloss=0.0).to_array(), new_rng(9), 200, counters)
+        counters = np.zeros(uct.N_COUNTERS, np.int64)
+        uct.run_simulations(t, g, s, NO_HISTORY, ap.uct_params().to_array(), new_rng(9), 200, counters)
         slot = int(uct.find_node(t, g, s))
-        assert t.visits[slot] == 200 == counters[0]
+        assert t.visits[slot] == 200 == counters[uct.C_SIMS]
         moves.append([c.action for c in uct.root_children(t, slot)])
     assert moves[0] == moves[1]
 
@@ -147,6 +148,12 @@ def test_round_robin_pieces():
     sm = summarize(["a", "b"], fake)
     assert sm["wins"] == {"a": {"b": 1}, "b": {"a": 1}} and sm["draws"]["a"]["b"] == 1
     assert sm["pairs"][0]["win_rate"] == pytest.approx(0.5) and sm["score"] == {"a": 1.5, "b": 1.5}
+    fake += [{"black": "a", "white": "b", "result": 1.0, "plies": 10, "seconds": 1.0}]
+    st = summarize(["a", "b"], fake)["standings"]           # each agent against the field, best first
+    assert [s["agent"] for s in st] == ["a", "b"] and [s["rank"] for s in st] == [1, 2]
+    assert (st[0]["wins"], st[0]["losses"], st[0]["draws"]) == (2, 1, 1)
+    assert st[0]["win_rate"] == pytest.approx(0.625) and st[0]["ci_low"] < 0.625 < st[0]["ci_high"]
+    assert st[0]["elo"] == pytest.approx(-st[1]["elo"]) and st[0]["elo"] > 0
 
 
 def test_loa_through_the_generic_interface_and_sequential_search():

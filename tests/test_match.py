@@ -201,3 +201,20 @@ def test_match_command(run_cli, tmp_path):
     assert (tmp_path / "games" / "game-0001.sgf").exists()
     r = run_cli("match", "--opponent", "no-such-engine-xyz", "--games", "1", timeout=120)
     assert r.returncode == 2 and "not found" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_run_match_with_an_in_process_opponent_reuses_it(tmp_path):
+    opponents = []
+
+    def make_opponent():
+        opponents.append(local(7))
+        return opponents[-1]
+
+    cfg = MatchConfig(opponent="random7 (in-process)", games=3, board=9, komi=7.0, max_moves=20)
+    summary = run_match(cfg, lambda: local(3), tmp_path, progress=False, make_opponent=make_opponent)
+    assert summary["games_played"] == 3 and summary["stats"]["games"] == 3
+    assert len(opponents) == 1 and len(opponents[0].engine.player.games) >= 3  # one opponent for the three games
+    rows = list(csv.DictReader(open(tmp_path / "games.csv")))
+    game = sgf.Sgf_game.from_bytes((tmp_path / rows[0]["sgf"]).read_bytes())
+    assert {game.get_root().get("PB"), game.get_root().get("PW")} == {"random3", "random7"}
+    assert not (tmp_path / "opponent.stderr.log").exists()  # no process was started

@@ -152,9 +152,34 @@ def test_other_algorithms_drain_cleanly(algo, nodes):
 def test_io_completions_go_through_the_io_core():
     base = load_profile("local")
     p_worker = dataclasses.replace(base, io=dataclasses.replace(base.io, handles_completions=False))
+    # one package per step (fuse off): many completions, so the IO core's share of them shows
     cfg = SimConfig(algo="treesplit", nodes=2, seconds=0.02, fidelity="functional", game="pgame",
-                    params={"table_mb": 2})
+                    params={"table_mb": 2, "fuse": False})
     via_io = run(prepare(cfg, profile=base))
     direct = run(prepare(cfg, profile=p_worker))
     assert via_io["io_busy"] > direct["io_busy"]
     assert np.isfinite(via_io["sims_per_s"]) and via_io["sims_per_s"] > 0
+
+
+def test_a_package_of_several_parts_is_charged_part_by_part():
+    from model.roles.base import CONTINUE
+    from sim.runtime import run_parts
+
+    class Fixed:
+        def __init__(self, c):
+            self.c = c
+
+        def next(self):
+            return self.c
+
+    seq = iter([("expand", CONTINUE), ("playout", CONTINUE), (None, "done")])
+
+    def execute(pkg):
+        nxt, res = next(seq)
+        if nxt:
+            pkg.kind = nxt
+        return res
+
+    pkg = Package("select", 7)
+    parts, result = run_parts(pkg, execute, {"select": Fixed(1.0), "expand": Fixed(2.0), "playout": Fixed(5.0)})
+    assert result == "done" and parts == [("select", 1.0), ("expand", 2.0), ("playout", 5.0)]

@@ -166,3 +166,62 @@ def test_go_two_passes_end_the_path_and_never_update_the_root_twice():
     assert t.visits[root] == 3000 == t.child_visits[root].sum()
     kids = {int(t.child_move[root, j]): int(t.child_visits[root, j]) for j in range(t.n_children[root])}
     assert kids[25] > 0  # the pass was tried (and ended those simulations at once)
+
+
+def test_ties_are_broken_uniformly_even_when_apart():
+    t = tt.new_table(64, 4)
+    s = node(t, 3, 30)
+    t.child_visits[s, :3] = [10, 10, 10]
+    t.child_value[s, :3] = [6.0, 2.0, 6.0]  # children 0 and 2 tie, 1 lies between them
+    p = params(c=0.0, rave=False)
+    rng = new_rng(4)
+    picks = np.bincount([uct.select_child(t, s, p, rng) for _ in range(4000)], minlength=3)
+    assert picks[1] == 0
+    assert abs(picks[0] - picks[2]) < 4 * math.sqrt(4000)   # 2000 each, +- 4 sigma (sigma ~ 32)
+
+
+def test_progressive_unpruning_window_and_unvisited_first():
+    t = tt.new_table(64, 8)
+    s = node(t, 6, 0)
+    p = params(c=0.0, rave=False, unprune_u0=2, unprune_mu=2.0, pb=1.0)
+    assert uct.unpruned(0, 2, 2.0) == 2 and uct.unpruned(8, 2, 2.0) == 5
+    assert uct.select_child(t, s, p, new_rng(1)) == 0          # unvisited candidates in rank order
+    t.child_visits[s, 0], t.child_value[s, 0] = 1, 0.0
+    assert uct.select_child(t, s, p, new_rng(1)) == 1
+    t.child_visits[s, 1], t.child_value[s, 1] = 1, 0.0
+    t.visits[s] = 2                                               # window 2 + 1 = 3: child 2 joins
+    assert uct.select_child(t, s, p, new_rng(1)) == 2
+    t.child_visits[s, 2], t.child_value[s, 2] = 1, 0.0
+    t.child_value[s, 5] = 99.0                                    # outside the window: never chosen
+    t.prior[s, :6] = [0.1, 0.9, 0.2, 0.0, 0.0, 5.0]
+    assert uct.select_child(t, s, p, new_rng(1)) == 1             # only the bias tells 0..2 apart
+
+
+def test_bias_on_unvisited_children_is_optional():
+    t = tt.new_table(64, 4)
+    s = node(t, 2, 10)
+    t.child_visits[s, 0], t.child_value[s, 0] = 10, 6.0
+    t.prior[s, :2] = [0.0, 1.0]
+    on, off = params(c=0.0, rave=False, fpu=0.5, pb=1.0), params(c=0.0, rave=False, fpu=0.5, pb=1.0,
+                                                              pb_unvisited=False)
+    assert uct.child_score(t, s, 1, math.log(10), on) == pytest.approx(1.5)
+    assert uct.child_score(t, s, 1, math.log(10), off) == pytest.approx(0.5)
+    assert uct.select_child(t, s, on, new_rng(1)) == 1 and uct.select_child(t, s, off, new_rng(1)) == 0
+
+
+def test_expansion_orders_children_by_knowledge():
+    g, s0 = game.make_game("loa", knowledge="mc")
+    t = tt.new_table(64, int(game.max_children(g)))
+    slot, _ = tt.lookup(t, np.uint64(777), True)
+    assert uct.expand(t, g, s0, slot, np.empty(game.n_actions(g), np.int64))
+    n = int(t.n_children[slot])
+    moves = t.child_move[slot, :n].astype(np.int64)
+    want = np.zeros(n)
+    game.priors(g, s0, moves, n, want)
+    assert n == 36 and np.all(np.diff(t.prior[slot, :n]) <= 0) and t.prior[slot, 0] > 0
+    assert np.allclose(t.prior[slot, :n], want)
+    gg, sg = game.make_game("go", size=5)                          # no knowledge: generation order, no priors
+    t2 = tt.new_table(64, int(game.max_children(gg)))
+    slot, _ = tt.lookup(t2, np.uint64(778), True)
+    uct.expand(t2, gg, sg, slot, np.empty(game.n_actions(gg), np.int64))
+    assert t2.child_move[slot, :26].tolist() == list(range(26)) and not t2.prior[slot].any()

@@ -48,7 +48,7 @@ def test_aggregator_joins_ranks_and_windows():
     assert c[0, 1] == 3 and b[0, 1] == 150 and c[1, 0] == 1 and c[2, 0] == 1 and c[2, 1] == 1 and c.sum() == 7
     move = d.kinds.index("MOVE")
     np.testing.assert_allclose(d.kind_bins[move], [2, 1])
-    assert d.meta["algo"] == "treesplit" and d.board_size() == 9
+    assert d.meta["algo"] == "treesplit" and d.board_shape() == (9, 9)
     for cls in VIEWS.values():  # every view draws live data
         cls(d).update(d)
 

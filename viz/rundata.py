@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from model import game as games
 from model.trace import MESSAGE_KINDS, Trace
 from viz.intervals import busy_per_bin, nice_step, open_at
 
@@ -93,14 +94,24 @@ class RunData:
         """How many bins have started by time t (the bins a replay at time t shows)."""
         return int(min(self.T, max(0, math.ceil(t / self.bin_s - 1e-9))))
 
-    def board_size(self) -> int | None:
-        if str(self.meta.get("game", "")).lower() != "go":
-            return None
-        try:
-            n = int(self.meta.get("board") or 0)
-        except (TypeError, ValueError):
-            return None
-        return n if n > 1 else None
+    # --- the game (named by model/game.py, the one place viz learns about a game) -----------------------
+    @property
+    def game(self) -> str:
+        return str(self.meta.get("game") or "").lower()
+
+    def board_shape(self) -> tuple[int, int] | None:
+        """(width, height) of the game's board, None if it has none (the P-game) or the trace does not say."""
+        return games.board_shape(self.game, self.meta.get("board"))
+
+    def board_axes(self) -> tuple[list[str], list[str]] | None:
+        return games.board_axes(self.game, self.meta.get("board"))
+
+    def action_label(self, action: int) -> str:
+        """The trace's move as a player names it; the root's move (-1) is "root"."""
+        return "root" if action < 0 else games.action_label(self.game, self.meta.get("board"), action)
+
+    def action_cell(self, action: int) -> tuple[int, int] | None:
+        return None if action < 0 else games.action_cell(self.game, self.meta.get("board"), action)
 
     # --- messages ---------------------------------------------------------------------------------
     def msg_slice(self, t0: float, t1: float) -> slice:

@@ -10,12 +10,20 @@ first MPI layout also runs with a trace recorded, which gives the price of recor
     treesplit bench parallel                                   # this machine: 19x19, the 2-core layouts
     treesplit bench parallel --boards 9,19 --seconds 5 --repeats 5
     treesplit bench parallel --scaling --cores 16              # 1,2,4,8,16 ranks on a 16-core machine
+    treesplit bench parallel --scaling --algos tree,treesplit,tds --keep-traces traces/
+
+With --scaling each MPI algorithm of --algos runs on 1, 2, 4, ... search ranks up to --cores, with
+--rank-threads threads each (default 1: one core per search rank; broadcast ranks come on top from 4 search
+ranks, at the default 1:4 ratio), and `tree` on 2, 4, ... threads. --keep-traces adds one traced run per MPI
+configuration and keeps its trace (DIR/<board>/<configuration>/), for `treesplit calibrate` and validation.
+The results file is rewritten after every round, so an interrupted run keeps what it measured.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -38,8 +46,12 @@ def register(kinds) -> None:
                    help=f"MPI layouts RANKSxTHREADS, comma separated (default {DEFAULT_LAYOUTS})")
     p.add_argument("--tree-threads", type=int, default=2, help="threads of the tree algorithm (default 2)")
     p.add_argument("--scaling", action="store_true",
-                   help="scaling table instead: treesplit on 1, 2, 4, ... ranks up to --cores cores")
+                   help="scaling table instead: each algorithm on 1, 2, 4, ... ranks (threads) up to --cores")
     p.add_argument("--cores", type=int, default=os.cpu_count(), help="cores for --scaling (default: all)")
+    p.add_argument("--rank-threads", type=int, default=1,
+                   help="threads per search rank with --scaling (default 1: the IO thread runs the packages)")
+    p.add_argument("--keep-traces", metavar="DIR", default=None,
+                   help="one more run per MPI configuration with a trace, kept under DIR")
     p.add_argument("--seconds", type=float, default=3.0, help="seconds per run (default 3)")
     p.add_argument("--repeats", type=int, default=3, help="runs per configuration (default 3)")
     p.add_argument("--policy", choices=("random", "light"), default="random", help="Go playout policy")
@@ -55,11 +67,20 @@ def _configs(args) -> list[dict[str, Any]]:
     from model.errors import UserError
 
     if args.scaling:
-        out, r = [], 1
-        while r <= args.cores:
-            threads = max(1, args.cores // r) if r < args.cores else 1
-            out.append({"algo": "treesplit", "ranks": r, "threads": threads})
+        if args.cores < 1 or args.rank_threads < 1:
+            raise UserError("--cores and --rank-threads must be at least 1")
+        counts, r = [], 1
+        while r * args.rank_threads <= args.cores:
+            counts.append(r)
             r *= 2
+        out = []
+        for algo in [a.strip() for a in args.algos.split(",") if a.strip()]:
+            if algo == "tree":
+                out += [{"algo": "tree", "threads": t} for t in counts if t > 1]
+            else:
+                out += [{"algo": algo, "ranks": n, "threads": args.rank_threads} for n in counts]
+        if args.keep_traces:
+            out += [{**c, "trace": True} for c in out if "ranks" in c]
         return out
     out = []
     for algo in [a.strip() for a in args.algos.split(",") if a.strip()]:
@@ -96,6 +117,9 @@ def _run_shared(algo: str, threads: int, board: int, seconds: float, policy: str
     searcher = algorithms.make_searcher(algo, algorithms.make_config(algo, {}, threads=threads, seed=1))
     searcher.search(pos, Budget(sims=64))  # load the kernels outside the measurement
     searcher.reset()
+    from model import tt
+
+    tt.prefault(searcher.table_for(g))  # as `treesplit search` does, and the MPI ranks (engine.mpi.roles_host)
     cpu0 = time.process_time()
     r = searcher.search(pos, Budget(seconds=seconds))
     cpu = time.process_time() - cpu0
@@ -105,14 +129,20 @@ def _run_shared(algo: str, threads: int, board: int, seconds: float, policy: str
             "cpu_us_per_sim": 1e6 * cpu / max(r.sims, 1)}
 
 
-def _run_mpi(c: dict[str, Any], board: int, seconds: float, policy: str, params: dict[str, str]) -> dict[str, float]:
+def _run_mpi(c: dict[str, Any], board: int, seconds: float, policy: str, params: dict[str, str],
+             keep: str | None = None) -> dict[str, float]:
     from engine.mpi import DistributedConfig, run_distributed
 
     with tempfile.TemporaryDirectory(prefix="treesplit-bench-") as tmp:
+        trace = None
+        if c.get("trace"):
+            trace = f"{keep}/{board}/{_label(c)[: -len(' +trace')].replace(' ', '-')}" if keep else f"{tmp}/trace"
+            if keep:
+                shutil.rmtree(trace, ignore_errors=True)
         cfg = DistributedConfig(algo=c["algo"], game="go", board=board, komi=7.0, game_params={"policy": policy},
                                 ranks=c["ranks"], bcast_ranks=0 if c["ranks"] < 4 else None,
                                 threads=c["threads"], seconds=seconds, params=dict(params), seed=1,
-                                trace=f"{tmp}/trace" if c.get("trace") else None)
+                                trace=trace)
         res = run_distributed(cfg)
     return {k: float(res[k]) for k in (*METRICS, "sims")}
 
@@ -124,27 +154,31 @@ def _run(args: argparse.Namespace) -> int:
     params = parse_overrides(args.param)
     boards = [int(b) for b in args.boards.split(",")]
     configs = [{"algo": "sequential", "threads": 1}] + _configs(args)
+    name = args.name or ("bench_parallel_scaling" if args.scaling else "bench_parallel")
     table: dict[int, dict[str, dict[str, Any]]] = {}
+
+    def save() -> str:
+        return write_json(name, {"seconds": args.seconds, "repeats": args.repeats, "policy": args.policy,
+                                 "params": params, "cpu_count": os.cpu_count(), "load_avg": os.getloadavg(),
+                                 "boards": {str(b): r for b, r in table.items()}})
+
     for board in boards:
         runs: dict[str, list[dict[str, float]]] = {_label(c): [] for c in configs}
         for rep in range(args.repeats):
             for c in configs:
+                if c.get("trace") and args.keep_traces and rep > 0:
+                    continue  # one kept trace per configuration is enough
                 t0 = time.monotonic()
                 if "ranks" in c:
-                    m = _run_mpi(c, board, args.seconds, args.policy, params)
+                    m = _run_mpi(c, board, args.seconds, args.policy, params, args.keep_traces)
                 else:
                     m = _run_shared(c["algo"], c["threads"], board, args.seconds, args.policy)
                 runs[_label(c)].append(m)
                 print(f"  {board}x{board} run {rep + 1}/{args.repeats} {_label(c):24s} "
                       f"{m['sims_per_s']:9.0f} sims/s  ({time.monotonic() - t0:.1f} s)", file=sys.stderr)
-        seq = statistics.median(r["sims_per_s"] for r in runs["sequential"])
-        rows = {}
-        for label, rs in runs.items():
-            row = {k: statistics.median(r[k] for r in rs) for k in METRICS}
-            row["runs_sims_per_s"] = [r["sims_per_s"] for r in rs]
-            row["speedup"] = row["sims_per_s"] / seq if seq else float("nan")
-            rows[label] = row
-        table[board] = rows
+            table[board] = _rows(runs)
+            save()
+        rows = table[board]
         _print(board, rows)
         traced = [lbl for lbl in rows if lbl.endswith("+trace")]
         if traced:
@@ -154,12 +188,22 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  recording a trace ({traced[0]}): {100 * cost:+.1f}% of sims/s lost, "
                   f"{100 * cpu_cost:+.1f}% CPU per simulation")
             with_trace["trace_cost"], with_trace["trace_cpu_cost"] = cost, cpu_cost
-    name = args.name or ("bench_parallel_scaling" if args.scaling else "bench_parallel")
-    path = write_json(name, {"seconds": args.seconds, "repeats": args.repeats, "policy": args.policy,
-                             "params": params, "cpu_count": os.cpu_count(),
-                             "load_avg": os.getloadavg(), "boards": {str(b): r for b, r in table.items()}})
-    print(f"results: {path}")
+    print(f"results: {save()}")
     return 0
+
+
+def _rows(runs: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, Any]]:
+    """Medians per configuration so far, speedups against the sequential search of the same run."""
+    seq = statistics.median(r["sims_per_s"] for r in runs["sequential"])
+    rows = {}
+    for label, rs in runs.items():
+        if not rs:
+            continue
+        row = {k: statistics.median(r[k] for r in rs) for k in METRICS}
+        row["runs_sims_per_s"] = [r["sims_per_s"] for r in rs]
+        row["speedup"] = row["sims_per_s"] / seq if seq else float("nan")
+        rows[label] = row
+    return rows
 
 
 def _print(board: int, rows: dict[str, dict[str, Any]]) -> None:

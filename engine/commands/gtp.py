@@ -19,12 +19,17 @@ def add_player_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None, help="worker threads (algorithms that use them)")
     p.add_argument("--ranks", type=int, default=None, help="MPI ranks (MPI algorithms)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="any other player setting, e.g. --param c=0.7 or --param rave=false (repeatable)")
+                   help="any other player or algorithm setting, e.g. --param c=0.7, --param rave=false, "
+                        "--param n_dup=2048 (repeatable)")
     p.add_argument("--seed", type=int, default=None, help="random seed (reproducible searches)")
 
 
 def player_config(args: argparse.Namespace):
-    """The Player's config from the flags (validated; ConfigError names a bad field)."""
+    """The Player's config from the flags (validated; ConfigError names a bad field). A --param key the
+    player does not have but the algorithm's config does goes to algo_params."""
+    import dataclasses
+
+    from engine import algorithms
     from engine.player import PlayerConfig
     from model.config import from_dict, parse_overrides
 
@@ -33,7 +38,16 @@ def player_config(args: argparse.Namespace):
         v = getattr(args, flag, None)
         if v is not None:
             data[flag] = v
-    data.update(parse_overrides(args.param))
+    mine = {f.name for f in dataclasses.fields(PlayerConfig)}
+    theirs = {f.name for f in dataclasses.fields(algorithms.get(args.algo).config_cls)}
+    algo_params = {}
+    for k, v in parse_overrides(args.param).items():
+        if k not in mine and k in theirs:
+            algo_params[k] = v
+        else:
+            data[k] = v
+    if algo_params:
+        data["algo_params"] = algo_params
     return from_dict(PlayerConfig, data, where="player: ")
 
 

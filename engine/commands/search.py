@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
                "pv_names": [action_name(args.game, args.board, a) for a in res.pv]}
         print(json.dumps(out, default=float))
         return 0
-    where = f"{args.board}x{args.board} Go" if args.game == "go" else \
-        f"P-game b={args.branching} d={args.depth} cost={args.playout_cost}"
+    where = {"go": f"{args.board}x{args.board} Go", "loa": "Lines of Action"}.get(
+        args.game, f"P-game b={args.branching} d={args.depth} cost={args.playout_cost}")
     print(f"{args.algo} on {where}: move {move}{' (would resign)' if res.resign else ''}")
     print(f"  sims {res.sims} in {res.seconds:.3f} s: {res.sims_per_s:,.0f} sims/s, PPS {res.pps:,.0f}, "
           f"NPS {res.nps:,.0f}")

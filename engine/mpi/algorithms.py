@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import time
 from typing import Any
 
 from engine import algorithms
@@ -89,11 +90,10 @@ def run_search(args) -> int:
 
     cfg = algorithms.make_config(args.algo, parse_overrides(args.param), seed=args.seed, ranks=args.ranks,
                                  bcast_ranks=args.bcast_ranks, threads=args.threads, tt_mb=args.tt_mb)
-    if args.game == "go":
-        game_params = {"policy": args.policy}
-    else:
-        game_params = {"branching": args.branching, "depth": args.depth, "seed": args.game_seed,
-                       "cost": args.playout_cost}
+    from model.game import GameSpec
+
+    game_params = GameSpec(name=args.game, policy=args.policy, branching=args.branching, depth=args.depth,
+                           seed=args.game_seed, cost=args.playout_cost).options()
     dc = distributed_config(args.algo, cfg, game=args.game, board=args.board, komi=args.komi,
                             game_params=game_params, sims=args.sims, seconds=args.seconds, trace=args.trace,
                             telemetry=args.telemetry)
@@ -116,6 +116,7 @@ class DistributedSearcher:
         config.validate()
         self.name, self.config = algo, config
         self.session = None
+        self._overheads: list[float] = []  # wall seconds of recent searches beyond their search phase
         self._check = distributed_config(algo, config, sims=1)
         self._check.validate()
         if inside_mpi():
@@ -137,17 +138,22 @@ class DistributedSearcher:
 
     def search(self, pos, budget, plan=None):
         from engine.sequential import COUNTER_NAMES, SearchResult
-        from model.game import GO
+        from model.game import GO, game_name
         from model.go.board import G_SIZE
         from model.uct import RootChild
 
         g = pos.g
         go = int(g[0]) == GO
-        dc = distributed_config(self.name, self.config, game="go" if go else "pgame",
+        dc = distributed_config(self.name, self.config, game=game_name(g),
                                 board=int(g[G_SIZE]) if go else 9, g=g.tolist(), state=pos.s.tolist(),
-                                history=[int(h) for h in pos.history], sims=budget.sims, seconds=budget.seconds)
+                                history=[int(h) for h in pos.history], sims=budget.sims,
+                                seconds=self._search_seconds(budget.seconds))
         dc.validate()
+        started = self.session is not None  # the first search also pays for starting the ranks
+        t0 = time.monotonic()
         res = self._session().command({"op": "search", "config": dataclasses.asdict(dc)})["result"]
+        if budget.seconds is not None and started:
+            self._note_overhead(time.monotonic() - t0 - float(res["seconds"]))
         nan = float("nan")
         children = [RootChild(a, n, v, 0, nan) for a, n, v in res["children"]]
         counters = {k: 0 for k in COUNTER_NAMES}
@@ -156,6 +162,22 @@ class DistributedSearcher:
                             new_nodes=res["nodes"], seconds=res["seconds"], root_visits=res["root_visits"],
                             root_value=res["root_value"], children=children, pv=res["pv"], extensions=[],
                             counters=counters)
+
+    # A distributed search costs more wall time than its search phase: setting up the ranks' roles, the
+    # final sync and gathering the reports (~0.1-0.2 s on 2 ranks). A player given S seconds must answer
+    # within S, so the search phase gets S minus what that has cost so far (an upper quantile, never
+    # less than a fifth of S).
+    _OVERHEAD_WINDOW = 16
+
+    def _search_seconds(self, seconds: float | None) -> float | None:
+        if seconds is None or not self._overheads:
+            return seconds
+        recent = sorted(self._overheads)
+        overhead = recent[min(len(recent) - 1, int(0.8 * len(recent)))]
+        return max(seconds - overhead, 0.2 * seconds)
+
+    def _note_overhead(self, seconds: float) -> None:
+        self._overheads = (self._overheads + [max(seconds, 0.0)])[-self._OVERHEAD_WINDOW:]
 
     def reset(self) -> None:
         """Forget the trees (new game, undo)."""

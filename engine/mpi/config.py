@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from model.config import check, from_dict
+from model.game import NAMES
 
-GAMES = ("go", "pgame")
+GAMES = tuple(NAMES)
 
 
 @dataclass

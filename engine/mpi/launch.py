@@ -90,7 +90,12 @@ def run_distributed(config: DistributedConfig, timeout: float | None = None) -> 
         cmd = mpiexec_command(config, spec, result)
         # own session: a terminal's Ctrl-C reaches mpiexec once, through us (twice would make Hydra kill
         # the ranks before they close their trace parts)
-        proc = subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        env = dict(os.environ)
+        nice = autogroup_nice()
+        if nice is not None:
+            env[AUTOGROUP_ENV] = str(nice)
+        proc = subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+                                env=env)
         try:
             rc = proc.wait(timeout)
         except KeyboardInterrupt:
@@ -105,6 +110,34 @@ def run_distributed(config: DistributedConfig, timeout: float | None = None) -> 
             return json.loads(result.read_text())
         except (OSError, json.JSONDecodeError) as e:
             raise DistributedError(f"the MPI job ended but rank 0 left no result ({e})") from None
+
+
+AUTOGROUP_ENV = "TREESPLIT_AUTOGROUP_NICE"
+_AUTOGROUP = "/proc/self/autogroup"
+
+
+def autogroup_nice() -> int | None:
+    """This process's autogroup nice value (Linux with autogroup scheduling), else None."""
+    try:
+        with open(_AUTOGROUP) as f:
+            return int(f.read().split("nice")[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def inherit_priority() -> None:
+    """In a rank: take the launcher's autogroup nice. The ranks run in sessions of their own (ours and
+    Hydra's), so each is an autogroup of its own at nice 0: a benchmark that gives its own session more
+    weight (`echo -20 > /proc/self/autogroup`) would otherwise favour the one-process searches it compares
+    them with."""
+    want = os.environ.get(AUTOGROUP_ENV)
+    if want is None or autogroup_nice() == int(want):
+        return
+    try:
+        with open(_AUTOGROUP, "w") as f:
+            f.write(want)
+    except OSError:  # not allowed (raising priority needs CAP_SYS_NICE): keep the default
+        pass
 
 
 def _die_with_parent() -> None:

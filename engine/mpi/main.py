@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from engine.mpi.config import DistributedConfig
-from engine.mpi.launch import run_in_mpi
+from engine.mpi.launch import inherit_priority, run_in_mpi
 from engine.mpi.rank import EXIT_INTERRUPTED, Interrupted
 from model.errors import UserError
 
@@ -23,6 +23,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m engine.mpi.main CONFIG.json RESULT.json", file=sys.stderr)
         return 2
+    inherit_priority()
     try:
         config = DistributedConfig.load(argv[0])
         result = run_in_mpi(config)

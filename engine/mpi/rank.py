@@ -10,7 +10,9 @@ from outside. The IO loop, one turn:
     send the outbox (batched Isends), forget completed sends
     every 1 ms: time for the role (timers) and the CONTROL protocol; every 100 ms: a trace sample;
     every 200 ms: telemetry
-    nothing happened -> wait up to IDLE_WAIT for a worker's message (no busy spinning)
+    nothing happened -> wait up to IDLE_WAIT for a worker's message; a search rank without workers (its IO
+    thread runs the packages, one core per rank) instead keeps polling for SPIN_FOR after its last work,
+    yielding the core between polls to any other runnable process
 
 Failures never hang the job: an exception on any thread prints one clear line and aborts the MPI job
 (mpiexec then stops every rank with a non-zero exit); a watchdog thread aborts when the loop, the
@@ -37,8 +39,14 @@ from engine.mpi.host import Host, make_host
 from engine.mpi.recorder import SAMPLE_EVERY, TELEMETRY_EVERY, Recorder
 from engine.mpi.workers import WorkerPool
 from model.errors import ConfigError, UserError
+from model.roles.base import CONTINUE
 
 IDLE_WAIT = 0.0001  # longest nap of an idle IO thread: a message waits about half of it (0.5 ms: 2.5x fewer sims/s)
+# A nap costs far more than IDLE_WAIT: ~185 us on the 2-core VM when idle, and on a loaded machine the woken
+# rank may wait milliseconds for a core (measured: median MOVE latency 3 ms, p90 10 ms). A sched_yield costs
+# ~1 us and hands the core to anyone else who wants it. Only the IO thread of a search rank without workers
+# spins: with workers it would hold the GIL they need.
+SPIN_FOR = 0.002
 TICK_EVERY = 0.001
 INLINE_SLICE = 0.0002  # without workers: run packages this long between two polls
 EXIT_INTERRUPTED = 130
@@ -171,6 +179,10 @@ class RankRuntime:
         with lock:
             apply(host.start())
         next_tick = 0.0
+        spin = pool is None and not host.inline
+        tidy = rec.recording
+        last_work = now()
+        sched_yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
         while not control.done:
             worked = False
             arrived = ep.poll()
@@ -199,7 +211,9 @@ class RankRuntime:
             if inline:  # run packages for a slice of time, then look at the network again
                 worked = True
                 slice_end = now() + INLINE_SLICE
-                while inline and self._run_inline(inline.popleft()) < slice_end:
+                # a package that sends ends the slice: its message leaves now, not after the slice (the
+                # simulation it carries waits on the other rank meanwhile)
+                while inline and self._run_inline(inline.popleft()) < slice_end and not outbox:
                     pass
             t = now()
             if t >= next_tick:
@@ -214,7 +228,15 @@ class RankRuntime:
                 ep.post(*outbox.popleft())
             ep.flush()
             ep.reap()
-            if not worked:
+            if worked:
+                last_work = t
+            elif tidy and (rec.io_packages or rec.messages or (pool is not None and any(pool.records))):
+                # idle: move the records into the trace now; in one block at the next sample they would
+                # hold up this rank (~1 ms per 2,000 records) while the other ranks wait for its messages
+                rec.collect(pool.take_records() if pool is not None else [])
+            elif spin and t - last_work < SPIN_FOR:
+                sched_yield()
+            else:
                 self.wake.wait(IDLE_WAIT)
                 self.wake.clear()
 
@@ -249,12 +271,21 @@ class RankRuntime:
 
     def _run_inline(self, pkg: Any) -> float:
         """Run one package on the IO thread; returns the time it ended."""
-        t0 = self.now()
-        result = self.host.execute(pkg)
-        t1 = self.now()
-        self.io_busy += t1 - t0
-        if self.rec.recording:
+        now, execute, recording = self.now, self.host.execute, self.rec.recording
+        if recording:
             kind, sim_id = self.host.describe(pkg)
+        t0 = start = now()
+        result = execute(pkg)
+        t1 = now()
+        while result is CONTINUE:  # the package goes on with its next part: one record per part
+            if recording:
+                self.rec.io_packages.append((t0, t1, 0, kind, sim_id))
+                kind = self.host.describe(pkg)[0]
+            t0 = t1
+            result = execute(pkg)
+            t1 = now()
+        self.io_busy += t1 - start
+        if recording:
             self.rec.io_packages.append((t0, t1, 0, kind, sim_id))
         self._complete(pkg, result)
         return t1

@@ -9,8 +9,8 @@ execute() is numba nogil code, so workers and the IO thread really run at once.
 A finished package goes to `complete(pkg, result, worker)`, which the rank runtime provides: it takes the
 rank's role lock and lets the role turn the result into the next packages and messages, on the worker
 itself (as the worker cores of seed 000 do), so a simulation that stays on the rank never waits for the
-IO thread. Per package a worker appends one tuple (t_start, t_end, worker, kind, sim_id) to its own record
-deque; the IO thread empties them now and then.
+IO thread. Per package (per part of a package that returns model.roles.CONTINUE) a worker appends one tuple
+(t_start, t_end, worker, kind, sim_id) to its own record deque; the IO thread empties them now and then.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import threading
 import traceback
 from collections import deque
 from typing import Any, Callable
+
+from model.roles.base import CONTINUE
 
 
 class WorkerPool:
@@ -95,13 +97,21 @@ class WorkerPool:
                             self._cond.wait(0.05)
                             self._sleeping -= 1
                     continue
-                t0 = now()
-                result = execute(pkg)
-                t1 = now()
-                self.busy_time[w] += t1 - t0
-                self.packages_done[w] += 1
                 if self.record:
                     kind, sim_id = describe(pkg)
+                t0 = start = now()
+                result = execute(pkg)
+                t1 = now()
+                while result is CONTINUE:  # the package goes on with its next part: one record per part
+                    if self.record:
+                        records[w].append((t0, t1, w, kind, sim_id))
+                        kind = describe(pkg)[0]
+                    t0 = t1
+                    result = execute(pkg)
+                    t1 = now()
+                self.busy_time[w] += t1 - start
+                self.packages_done[w] += 1
+                if self.record:
                     records[w].append((t0, t1, w, kind, sim_id))
                 complete(pkg, result, w)
         except BaseException as e:  # reported by the IO thread, which aborts the job

@@ -15,6 +15,9 @@ Every callback returns an `Actions` (base.py): `pkgs` (work packages to run on t
                                    from worker threads, several at once (the kernels use atomics and
                                    release the GIL); the simulator may call it or only charge its cost.
                                    It touches the tree and the package's payload, never the role's state.
+                                   It may return base.CONTINUE after setting pkg.kind to the next part:
+                                   the runtime then calls execute(pkg) again at once (a package of
+                                   several parts, each recorded and charged under its own kind)
     role.on_work_done(pkg, result) the package finished (pass execute's result back unchanged)
     role.on_timer(token)           a timer the role asked for expired
     role.stop()                    start no new simulations (budget reached, time up, stop request)
@@ -72,7 +75,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from model.roles.base import Actions, Layout, Package, Role, RoleStats, Setup, default_bcast_ranks
+from model.roles.base import CONTINUE, Actions, Layout, Package, Role, RoleStats, Setup, default_bcast_ranks
 from model.roles.messages import Message, decode
 from model.roles.params import split_params
 
@@ -119,5 +122,5 @@ def make_roles(algo: str, layout: Layout, setup: Setup, params: dict[str, Any] |
     return [make_role(algo, r, layout, setup, params) for r in range(layout.world)]
 
 
-__all__ = ["ALGORITHMS", "Actions", "Layout", "Message", "Package", "Role", "RoleStats", "Setup", "decode",
+__all__ = ["ALGORITHMS", "CONTINUE", "Actions", "Layout", "Message", "Package", "Role", "RoleStats", "Setup", "decode",
            "default_bcast_ranks", "make_role", "make_roles", "split_params"]

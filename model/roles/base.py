@@ -12,6 +12,20 @@ from typing import Any
 SELECT, EXPAND, PLAYOUT, UPDATE, SYNC, BCAST, IO = "select", "expand", "playout", "update", "sync", "bcast", "io"
 
 
+class _Continue:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "CONTINUE"
+
+
+# What execute() returns when the package goes on with another part at once (it has set pkg.kind to that
+# part's kind): the runtime calls execute(pkg) again on the same worker, without on_work_done, and records
+# (the simulator: charges) each part under its own kind. One package then carries a simulation through
+# several steps (select, expand, select, playout, update) for the price of one hand-over.
+CONTINUE = _Continue()
+
+
 class Package:
     """One unit of work for a rank's workers.
 

@@ -175,6 +175,7 @@ class DfuctSearch(TreesplitSearch):
                              share_root=False, balance_k=self.df.balance_k,
                              forward_playouts=self.df.forward_playouts, dup_rows=1)
         super().__init__(rank, layout, setup, uct, ts, table)
+        self.fuse = False  # its hooks look at every step's result
         self.y[Y_TRACK] = 0.0
         assert self.p[P_RAVE] == 0.0
         self.jobs_launched = False

@@ -36,6 +36,7 @@ class LeafMaster(TreesplitSearch):
         ts = TreesplitParams(table_mb=self.leaf_params.table_mb, overload=self.leaf_params.overload,
                              share_root=False, forward_playouts=False, dup_rows=1)
         super().__init__(rank, layout, setup, uct, ts, table)
+        self.fuse = False  # its hooks look at every step's result
         self.kernel_ranks = 1
         self.y[Y_TRACK] = 0.0
         self.quota = setup.sims                      # the master starts every simulation

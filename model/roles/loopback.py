@@ -19,7 +19,7 @@ import random
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from model.roles.base import Actions, Role
+from model.roles.base import CONTINUE, Actions, Role
 from model.roles.messages import decode
 
 
@@ -106,8 +106,16 @@ class Loopback:
         while q and self.running[rank] < self.workers[rank]:
             pkg = q.popleft()
             self.running[rank] += 1
-            self.run_info.packages[(rank, pkg.kind)] += 1
-            self._push(("done", rank, (pkg, role.execute(pkg))))
+            self._push(("done", rank, (pkg, self._execute(rank, role, pkg))))
+
+    def _execute(self, rank: int, role: Role, pkg):
+        """Run a package, all of its parts (base.CONTINUE), counting each part under its kind."""
+        counts = self.run_info.packages
+        while True:
+            counts[(rank, pkg.kind)] += 1
+            result = role.execute(pkg)
+            if result is not CONTINUE:
+                return result
 
     def _quiescent(self) -> bool:
         return not self.pending and not self.fifo and not any(self.queues) and not any(self.running)

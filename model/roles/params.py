@@ -22,6 +22,8 @@ class SearchParams:
 
     table_mb: float = 64.0        # transposition table per rank (MiB)
     overload: int = 5             # O: simulations in flight per worker, S_par = (C-1) M O (seed 000 4.2.4)
+    fuse: bool = True             # a simulation's steps on one rank run as one package (treesplit, tds, root,
+    #                               hybrid; leaf and dfuct always run one package per step)
 
     def validate(self) -> None:
         check(self.table_mb > 0, "table_mb", "must be > 0")

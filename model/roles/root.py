@@ -27,8 +27,9 @@ class RootSearch(TreesplitSearch):
                  params: RootParams | None = None, table=None):
         self.root_params = params or RootParams()
         rp = self.root_params
-        ts = TreesplitParams(table_mb=rp.table_mb, overload=rp.overload, n_dup=max(1, rp.merge_min_visits),
-                             forward_playouts=False, dup_rows=TreesplitParams().dup_rows)
+        ts = TreesplitParams(table_mb=rp.table_mb, overload=rp.overload, fuse=rp.fuse,
+                             n_dup=max(1, rp.merge_min_visits), forward_playouts=False,
+                             dup_rows=TreesplitParams().dup_rows)
         super().__init__(rank, layout, setup, uct, ts, table)
         self.kernel_ranks = 1           # every node is this rank's own
         self.adopt = True

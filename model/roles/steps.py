@@ -27,7 +27,7 @@ from model.atomics import atomic_add, atomic_add2, atomic_load
 from model.ownership import owner
 from model.roles.dup import dup_row
 from model.tt import UNEXPANDED, lookup
-from model.uct import (P_EXPAND, P_MAX_DEPTH, P_RAVE, P_SUPERKO, P_VLOSS, _repeats, add_vloss, expand,
+from model.uct import (P_EXPAND, P_EXPAND_NODE, P_MAX_DEPTH, P_RAVE, P_SUPERKO, P_VLOSS, _repeats, add_vloss, expand,
                        remove_vloss, select_child, update_amaf, update_edge, update_node)
 
 # select_steps outcomes
@@ -104,6 +104,8 @@ def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, 
             return ST_PLAYOUT, n, 0
         nc = atomic_load(t.n_children, slot)
         if nc == UNEXPANDED:
+            if n > 0 and t.visits[slot] < p[P_EXPAND_NODE]:  # as in run_simulations: a stored leaf for now
+                return ST_PLAYOUT, _leaf(steps, n, h, me, player), 0
             return ST_EXPAND, n, slot
         if nc <= 0:
             return ST_PLAYOUT, _leaf(steps, n, h, me, player), 0

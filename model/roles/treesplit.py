@@ -28,8 +28,8 @@ from collections import Counter
 import numpy as np
 
 from model import game
-from model.roles.base import (EXPAND, PLAYOUT, SELECT, SYNC, UPDATE, Actions, Layout, Package, Role,
-                              RoleStats, Setup)
+from model.roles.base import (CONTINUE, EXPAND, PLAYOUT, SELECT, SYNC, UPDATE, Actions, Layout, Package,
+                              Role, RoleStats, Setup)
 from model.roles.fastcall import Bound
 from model.roles.dup import D_DROPPED, D_REFUSED, D_ROWS, apply_rows, flush_rows, new_dup_table, share_root, write_dup
 from model.roles.messages import DUP, MOVE, PLAYOUT_FWD, STAT, STEP, Message, Result, Stats, Steps
@@ -48,7 +48,8 @@ from model.uct import P_MAX_DEPTH, P_RAVE, UctParams, expand
 class Sim:
     """A simulation while it is on this rank (package payload)."""
 
-    __slots__ = ("sim_id", "steps", "n", "s", "path_pos", "insert", "moved", "slot", "rng", "playouts")
+    __slots__ = ("sim_id", "steps", "n", "s", "path_pos", "insert", "moved", "slot", "rng", "playouts", "fuse",
+                 "fuse_playout", "may_update", "expands", "result", "amaf")
 
     def __init__(self, sim_id: int, steps: np.ndarray, n: int):
         self.sim_id = sim_id
@@ -61,6 +62,15 @@ class Sim:
         self.slot = 0
         self.rng = None
         self.playouts = 1      # results this simulation's selection gets (leaf parallelisation: SLMP)
+        # A fused package (role.fuse) goes on by itself from part to part while the simulation stays here:
+        # select -> expand -> select -> playout (if fuse_playout) -> this rank's update (if may_update).
+        # Both flags are decided by the role when it hands the package out (playout forwarding, DUP gate).
+        self.fuse = False
+        self.fuse_playout = False
+        self.may_update = False
+        self.expands = 0       # expansions run inside the current package
+        self.result = 0.0      # the playout's result and AMAF map, kept for the UPDATE messages
+        self.amaf = None
 
 
 class SyncJob:
@@ -111,6 +121,9 @@ class TreesplitSearch(Role):
         self.adopt = False
         self.gate_syncs = False
         self.dup_kind, self.sync_kind = DUP, SYNC_MSG
+        # Fused packages (base.CONTINUE): a simulation's steps on this rank run as one package. Subclasses
+        # whose hooks look at each step's result (leaf, dfuct) turn it off.
+        self.fuse = bool(self.params.fuse)
         y = np.zeros(Y_LEN)
         y[Y_NSYNC_MIN], y[Y_NSYNC_MAX] = self.params.n_sync_min, self.params.n_sync_max
         y[Y_ALPHA], y[Y_NDUP] = self.params.alpha, self.params.n_dup
@@ -155,6 +168,20 @@ class TreesplitSearch(Role):
         self.outstanding += 1
         out.pkgs.append(Package(kind, sim_id, payload, front))
 
+    def _sim_pkg(self, out: Actions, kind: str, sim: Sim, front: bool = False) -> None:
+        """A package of simulation `sim`; fused (see Sim) when the role fuses. A fused package that may
+        update counts as a running update from now on (the DUP snapshot waits for it)."""
+        if self.fuse:
+            sim.fuse = True
+            sim.fuse_playout = kind == PLAYOUT or not self._forwarding()
+            sim.may_update = sim.fuse_playout and not (self.to_dup or self.dup_running)
+            if sim.may_update:
+                self.updates_running += 1
+        self._pkg(out, kind, sim.sim_id, sim, front)
+
+    def _forwarding(self) -> bool:
+        return self.M > 1 and self.params.forward_playouts and self.moves_held > self.balance_limit
+
     def _send(self, out: Actions, kind: str, dst: int, payload, sim_id: int = -1) -> None:
         self.sent[kind] += 1
         out.msgs.append(Message(kind, self.rank, dst, payload, sim_id))
@@ -167,7 +194,7 @@ class TreesplitSearch(Role):
         sim.s = self.root.copy()
         sim.path_pos = np.empty(self.max_depth + 2, np.uint64)
         sim.path_pos[0] = self.root_pos
-        self._pkg(out, SELECT, sim_id, sim)
+        self._sim_pkg(out, SELECT, sim)
 
     def _may_start(self) -> bool:
         return not self.stopped and (self.quota is None or self.started < self.quota)
@@ -224,7 +251,7 @@ class TreesplitSearch(Role):
             sim = self._arrived(msg.payload.steps, msg.sim_id)
             sim.moved = True
             self.moves_held += 1
-            self._pkg(out, SELECT, msg.sim_id, sim)
+            self._sim_pkg(out, SELECT, sim)
         elif kind == UPDATE_MSG:
             p = msg.payload
             steps = p.steps if p.steps.flags.writeable else p.steps.copy()  # keeps the kernel's types fixed
@@ -250,6 +277,14 @@ class TreesplitSearch(Role):
                                       sim.path_pos, self.history, self.rank, self.kernel_ranks, self.local_slots,
                                       sim.insert)
             sim.n = n
+            if sim.fuse:
+                if st == ST_EXPAND:
+                    sim.slot = int(arg)
+                    pkg.kind = EXPAND
+                    return CONTINUE
+                if st == ST_PLAYOUT and sim.fuse_playout:
+                    pkg.kind = PLAYOUT
+                    return CONTINUE
             return st, arg
         if kind == PLAYOUT:
             sim = pkg.payload
@@ -259,9 +294,23 @@ class TreesplitSearch(Role):
                 self._replay(self.g, self.root, sim.steps, sim.n, sim.s, sim.path_pos)
             amaf = np.empty(self.n_actions, np.int8)
             result = self._playout(self.g, sim.s, self._rng(sim), amaf)
+            if sim.may_update:
+                sim.result, sim.amaf = result, amaf
+                pkg.kind = UPDATE
+                return CONTINUE
             return result, amaf
         if kind == UPDATE:
             job = pkg.payload
+            if type(job) is Sim:  # a fused package: this rank's records of the simulation it just played out
+                sim = job
+                n = sim.n
+                amaf = sim.amaf.copy() if self.rave else self.no_amaf  # the UPDATE messages carry the original
+                out_sync = np.empty(n, np.int64)
+                out_dup = np.empty(n, np.int64)
+                ns, nd, missing = self._update_k(self.t, self.dt, self.g, sim.steps, n, self.rank, sim.result,
+                                                 amaf, self.p, self.y, self.kernel_ranks, self.local_slots,
+                                                 out_sync, out_dup)
+                return out_sync[:ns], out_dup[:nd], missing
             n = len(job.steps)
             amaf = self.no_amaf if job.amaf is None else job.amaf.copy()
             out_sync = np.empty(n, np.int64)
@@ -273,6 +322,15 @@ class TreesplitSearch(Role):
             sim = pkg.payload
             ok, sim.n = self._expand(self.t, self.g, sim.s, sim.slot, np.empty(self.n_actions, np.int64),
                                     sim.steps, sim.n, self.rank)
+            if sim.fuse:
+                sim.expands += 1
+                if ok:
+                    sim.insert = True
+                    pkg.kind = SELECT
+                    return CONTINUE
+                if sim.fuse_playout:
+                    pkg.kind = PLAYOUT
+                    return CONTINUE
             return ok
         if kind == SYNC:
             return self._run_sync(pkg.payload)
@@ -282,6 +340,9 @@ class TreesplitSearch(Role):
         out = Actions()
         self.outstanding -= 1
         kind = pkg.kind
+        if type(pkg.payload) is Sim and pkg.payload.fuse:
+            self._fused_done(out, pkg.payload, kind, result)
+            return out
         if kind == SELECT:
             sim = pkg.payload
             if sim.moved:
@@ -305,25 +366,13 @@ class TreesplitSearch(Role):
             self._finish_sim(out, sim, res, amaf if self.rave else None)
         elif kind == UPDATE:
             self.updates_running -= 1
-            sync_rows, dup_slots, missing = result
-            if missing:
-                self.counts["update_missing"] += int(missing)
-            self.counts["updates"] += 1
-            if len(sync_rows):
-                self.to_flush.update(sync_rows.tolist())
-            if len(dup_slots):
-                self.to_dup.update(dup_slots.tolist())
-            if pkg.payload.origin_done:
-                self.done += 1
-                self.in_flight -= 1
-                self._fill(out)
-            self._kick_sync(out)
+            self._update_done(out, result, pkg.payload.origin_done)
         elif kind == EXPAND:
             sim = pkg.payload
             self.counts["expands"] += 1
             if result:
                 sim.insert = True
-                self._pkg(out, SELECT, sim.sim_id, sim, front=True)
+                self._sim_pkg(out, SELECT, sim, front=True)
             else:
                 self._playout_or_forward(out, sim)
         elif kind == SYNC:
@@ -351,6 +400,56 @@ class TreesplitSearch(Role):
         return self.final_synced and self.idle()
 
     # --- simulations --------------------------------------------------------------------------------------
+    def _fused_done(self, out: Actions, sim: Sim, kind: str, result) -> None:
+        """A fused package ended; `kind` is its last part's. It stopped because the simulation leaves this
+        rank (MOVE), lost in the tree, awaits the forwarding decision, or was played out (and updated here)."""
+        if sim.moved:
+            sim.moved = False
+            self.moves_held -= 1
+        if sim.expands:
+            self.counts["expands"] += sim.expands
+            sim.expands = 0
+        counted = sim.may_update
+        if counted:
+            sim.may_update = False
+            self.updates_running -= 1
+        if kind == SELECT:
+            st, arg = result
+            if st == ST_MOVE:
+                self._send(out, MOVE, int(arg), Steps(sim.steps[:sim.n]), sim.sim_id)
+            elif st == ST_PLAYOUT:
+                self._playout_or_forward(out, sim)
+            else:  # ST_LOSS (as in the unfused path)
+                amaf = np.full(self.n_actions, -1, np.int8) if self.rave else None
+                self._finish_sim(out, sim, -1.0 if arg == 0 else 1.0, amaf)
+        elif kind == EXPAND:  # another thread expanded the node first: a leaf, playout not fused
+            self._playout_or_forward(out, sim)
+        elif kind == PLAYOUT:
+            self.counts["playouts"] += 1
+            res, amaf = result
+            self._finish_sim(out, sim, res, amaf if self.rave else None)
+        else:  # UPDATE: played out and this rank's records updated in the package
+            self.counts["playouts"] += 1
+            self._finish_sim(out, sim, sim.result, sim.amaf if self.rave else None, local=result)
+            sim.amaf = None
+        if counted:
+            self._kick_sync(out)
+
+    def _update_done(self, out: Actions, result, origin_done: bool) -> None:
+        sync_rows, dup_slots, missing = result
+        if missing:
+            self.counts["update_missing"] += int(missing)
+        self.counts["updates"] += 1
+        if len(sync_rows):
+            self.to_flush.update(sync_rows.tolist())
+        if len(dup_slots):
+            self.to_dup.update(dup_slots.tolist())
+        if origin_done:
+            self.done += 1
+            self.in_flight -= 1
+            self._fill(out)
+        self._kick_sync(out)
+
     def _playout_or_forward(self, out: Actions, sim: Sim) -> None:
         if (self.M > 1 and self.params.forward_playouts and self.moves_held > self.balance_limit):
             dst = self.py_rng.randrange(self.M - 1)
@@ -358,9 +457,11 @@ class TreesplitSearch(Role):
             self.counts["playouts_forwarded"] += 1
             self._send(out, PLAYOUT_FWD, dst, Steps(sim.steps[:sim.n]), sim.sim_id)
             return
-        self._pkg(out, PLAYOUT, sim.sim_id, sim, front=True)
+        self._sim_pkg(out, PLAYOUT, sim, front=True)
 
-    def _finish_sim(self, out: Actions, sim: Sim, result: float, amaf) -> None:
+    def _finish_sim(self, out: Actions, sim: Sim, result: float, amaf, local=None) -> None:
+        """Back up a finished simulation: UPDATE messages to the other ranks it visited, an update package
+        here, or (local) the result of the update a fused package already ran here."""
         steps = sim.steps[:sim.n]
         col = steps["rank"].tolist()
         ranks = set(col)
@@ -373,7 +474,10 @@ class TreesplitSearch(Role):
             mine = steps if (self.rave or one) else steps[steps["rank"] == r]
             if r == self.rank:
                 self.counts["updates_local"] += 1
-                self._update(out, UpdateJob(mine, result, amaf, origin == self.rank), sim.sim_id)
+                if local is not None:
+                    self._update_done(out, local, origin == self.rank)
+                else:
+                    self._update(out, UpdateJob(mine, result, amaf, origin == self.rank), sim.sim_id)
             else:
                 self._send(out, UPDATE_MSG, r, Result(result, mine, amaf), sim.sim_id)
 

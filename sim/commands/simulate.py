@@ -26,8 +26,9 @@ def add_run_options(p: argparse.ArgumentParser, nodes_help: str) -> None:
                    help="statistical: model simulations in bundles of G that share a path (G x faster; default 1)")
     p.add_argument("--workload", metavar="TRACE_DIR", default=None,
                    help="statistical: fit the workload from this trace (default: the profile's, else built-in)")
-    p.add_argument("--game", choices=("pgame", "go"), default="pgame",
-                   help="game of the functional roles (pgame: branching 16, depth 40; change with game.branching=..)")
+    p.add_argument("--game", choices=("pgame", "go", "loa"), default="pgame",
+                   help="game of the functional roles (pgame: branching 16, depth 40; change with game.branching=..; "
+                        "loa: Lines of Action, game.policy=knowledge, game.knowledge=ef)")
     p.add_argument("--board", type=int, default=19, help="Go board size (default 19)")
     p.add_argument("--param", action="append", metavar="KEY=VALUE", default=[],
                    help="algorithm parameter (n_dup=2048), game.FIELD=V, or profile field (network.latency=2e-6)")

@@ -10,19 +10,7 @@ from viz.rundata import RunData
 from viz.views.base import View
 from viz.views.common import caption, fmt_s, make_figure
 
-GTP_LETTERS = "ABCDEFGHJKLMNOPQRSTUVWXYZ"  # GTP skips I
-
-
-def move_name(move: int, board: int | None) -> str:
-    """GTP name of a Go move index (row-major from A1, the last index is pass); other games: the number.
-    The trace's `move` is the game's action index (model/game.py: Go has size*size + 1 actions)."""
-    if move < 0:
-        return "root"
-    if not board:
-        return str(move)
-    if move >= board * board:
-        return "pass"
-    return f"{GTP_LETTERS[move % board]}{move // board + 1}"
+MAX_NAMES = 3  # moves named per board cell in the hover (LOA: several moves land on one square)
 
 
 def root_children(tree) -> tuple[int, np.ndarray]:
@@ -63,18 +51,20 @@ class Overview(View):
         fl = self.flight_fig.step("t", "in_flight", source=self.flight, mode="after", line_width=2, color="#9467bd")
         self.flight_fig.add_tools(HoverTool(renderers=[fl], mode="vline",
                                             tooltips=[("t", "@t{0.[0000]} s"), ("in flight", "@in_flight{0,0}")]))
-        self.board = data.board_size()
+        self.board = data.board_shape()
         self.board_fig = None
-        if self.board or data.source == "live":  # live: the board size arrives with the first meta record
-            self._make_board(self.board or 19)
+        if self.board or data.source == "live":  # live: the game and board arrive with the first meta record
+            self._make_board()
         self.update(data)
 
-    def _make_board(self, n: int) -> None:
+    def _make_board(self) -> None:
         self.grid = ColumnDataSource(dict(x0=[], y0=[], x1=[], y1=[]))
         p = make_figure(
-            "Answer so far", "The root's children on the board: circle area = visits, red = the most visited "
-            "move (the one the search would play). Hover for exact visits and value (wins / visits).",
-            "column (A..)", "row (1..)", x_range=Range1d(-0.8, n - 0.2), y_range=Range1d(-0.8, n - 0.2), width=330,
+            "Answer so far", "The root's children on the board, each at the point it plays (Go) or the square "
+            "its piece lands on (LOA): circle area = visits (summed over the moves to one square), red = where "
+            "the most visited move (the one the search would play) goes. Hover for the moves, exact visits and "
+            "value (wins / visits).",
+            "column", "row", x_range=Range1d(-0.8, 18.8), y_range=Range1d(-0.8, 18.8), width=330,
             height=330, tools="hover,save", webgl=False)
         p.background_fill_color = "#dcb35c"
         p.segment("x0", "y0", "x1", "y1", source=self.grid, color="black", line_width=1)
@@ -84,20 +74,23 @@ class Overview(View):
         p.select_one(HoverTool).tooltips = [("move", "@move"), ("visits", "@visits{0,0}"),
                                             ("share of root visits", "@share{0.0%}"), ("value", "@value{0.000}")]
         self.board_fig = p
-        self._set_board(n)
+        self._set_board(self.data.board_axes() or ([str(i) for i in range(19)],) * 2)
 
-    def _set_board(self, n: int) -> None:
-        self.board = n
-        lines = np.arange(n, dtype=float)
-        self.grid.data = dict(x0=np.concatenate([lines, np.zeros(n)]), y0=np.concatenate([np.zeros(n), lines]),
-                              x1=np.concatenate([lines, np.full(n, n - 1.0)]),
-                              y1=np.concatenate([np.full(n, n - 1.0), lines]))
+    def _set_board(self, axes: tuple[list[str], list[str]]) -> None:
+        cols, rows = axes
+        w, h = len(cols), len(rows)
+        self.board = (w, h)
+        xs, ys = np.arange(w, dtype=float), np.arange(h, dtype=float)
+        self.grid.data = dict(x0=np.concatenate([xs, np.zeros(h)]), y0=np.concatenate([np.zeros(w), ys]),
+                              x1=np.concatenate([xs, np.full(h, w - 1.0)]),
+                              y1=np.concatenate([np.full(w, h - 1.0), ys]))
         p = self.board_fig
-        p.x_range.end = p.y_range.end = n - 0.2
-        p.xaxis.ticker = list(range(n))
-        p.xaxis.major_label_overrides = {i: GTP_LETTERS[i] for i in range(n)}
-        p.yaxis.ticker = list(range(n))
-        p.yaxis.major_label_overrides = {i: str(i + 1) for i in range(n)}
+        p.x_range.end, p.y_range.end = w - 0.2, h - 0.2
+        p.xaxis.axis_label, p.yaxis.axis_label = f"column ({cols[0]}..{cols[-1]})", f"row ({rows[0]}..{rows[-1]})"
+        p.xaxis.ticker = list(range(w))
+        p.xaxis.major_label_overrides = dict(enumerate(cols))
+        p.yaxis.ticker = list(range(h))
+        p.yaxis.major_label_overrides = dict(enumerate(rows))
 
     def update(self, data: RunData | None = None, t: float | None = None, window: float | None = None) -> None:
         d = self.data = data or self.data
@@ -121,31 +114,39 @@ class Overview(View):
 
     def _update_board(self, d: RunData, t: float | None) -> str | None:
         tree = d.tree_at(t)
-        if self.board_fig is not None and d.board_size() and d.board_size() != self.board:
-            self._set_board(d.board_size())
+        axes = d.board_axes()
+        if self.board_fig is not None and axes and (len(axes[0]), len(axes[1])) != self.board:
+            self._set_board(axes)  # live: the meta record has named the game
+        empty = {k: [] for k in self.stones.data}
         if not len(tree):
-            self.stones.data = {k: [] for k in self.stones.data}
+            self.stones.data = empty
             return None
         root, kids = root_children(tree)
-        n = self.board
         moves = tree["move"].to_numpy()[kids]
         visits = tree["visits"].to_numpy()[kids].astype(np.float64)
-        wins = tree["wins"].to_numpy()[kids]
+        wins = tree["wins"].to_numpy()[kids].astype(np.float64)
         best_i = int(np.argmax(visits)) if len(visits) else -1
-        best = move_name(int(moves[best_i]), n if self.board_fig is not None else None) if best_i >= 0 else None
-        if self.board_fig is None:  # not Go: the answer is named in the summary only
+        best = d.action_label(int(moves[best_i])) if best_i >= 0 else None
+        if self.board_fig is None or not axes:  # no board (P-game): the answer is named in the summary only
+            self.stones.data = empty
             return best
-        on_board = (moves >= 0) & (moves < n * n)
+        # one circle per cell, summing the moves that go there (LOA: every piece that can land on a square)
+        cells: dict[tuple[int, int], list[int]] = {}
+        for i in np.argsort(-visits, kind="stable"):
+            cell = d.action_cell(int(moves[i]))
+            if cell is not None:
+                cells.setdefault(cell, []).append(int(i))
+        groups = list(cells.values())
+        vi = np.array([visits[g].sum() for g in groups], np.float64)
+        wi = np.array([wins[g].sum() for g in groups], np.float64)
+        names = [", ".join([d.action_label(int(moves[i])) for i in g[:MAX_NAMES]] + ["..."] * (len(g) > MAX_NAMES))
+                 for g in groups]
         root_v = max(float(tree["visits"].to_numpy()[root]), 1.0)
-        mv, vi, wi = moves[on_board], visits[on_board], wins[on_board]
-        is_best = np.zeros(len(kids), bool)
-        if best_i >= 0:
-            is_best[best_i] = True
         vmax = max(vi.max(initial=1.0), 1.0)
         self.stones.data = dict(
-            x=mv % n, y=mv // n, move=[move_name(int(a), n) for a in mv], visits=vi,
+            x=[c[0] for c in cells], y=[c[1] for c in cells], move=names, visits=vi,
             value=np.divide(wi, vi, out=np.zeros_like(wi), where=vi > 0), share=vi / root_v,
-            size=4 + 26 * np.sqrt(vi / vmax), color=np.where(is_best[on_board], "#d62728", "#1f77b4"))
+            size=4 + 26 * np.sqrt(vi / vmax), color=["#d62728" if best_i in g else "#1f77b4" for g in groups])
         return best
 
     @property

@@ -12,7 +12,6 @@ from viz.rundata import RunData
 from viz.treelayout import index_tree, layered_positions, principal_variation, profiles, select_top
 from viz.views.base import View
 from viz.views.common import caption, fmt_s, make_figure, rank_colors
-from viz.views.overview import move_name
 
 DEFAULT_DEPTH = 5
 DEFAULT_CAP = 2000
@@ -98,7 +97,6 @@ class TreeShape(View):
             self.note.text = "No tree snapshot in this run (tree.parquet is empty)."
             return
         ti = index_tree(snap)
-        board = d.board_size()
         rows = select_top(ti, self.max_depth, self.max_nodes)
         x, y = layered_positions(ti, rows)
         pv = principal_variation(ti)
@@ -112,7 +110,7 @@ class TreeShape(View):
         self.nodes.data = dict(
             x=x, y=y, size=4 + 30 * np.sqrt(vis / vmax), color=palette[np.clip(ti.owner[rows], 0, owners - 1)],
             marker=np.where(dup, "diamond", "circle"), line_color=np.where(on_pv[rows], "#d62728", "black"),
-            line_width=np.where(dup, 2.5, 0.5) + 1.5 * on_pv[rows], move=[move_name(int(m), board) for m in ti.move[rows]],
+            line_width=np.where(dup, 2.5, 0.5) + 1.5 * on_pv[rows], move=[d.action_label(int(m)) for m in ti.move[rows]],
             depth=ti.level[rows], visits=vis, value=np.divide(ti.wins[rows], vis, out=np.zeros(len(rows)), where=vis > 0),
             owner=ti.owner[rows], duplicated=dup, children=ti.children[rows],
             hash=[f"{int(h):016x}" for h in ti.hash[rows]], pv=on_pv[rows])
@@ -126,7 +124,7 @@ class TreeShape(View):
         self.graph_fig.y_range.start = -min(self.max_depth, int(ti.level[rows].max(initial=0))) - 0.5
         self.depth_profile.data = profiles(ti)
         pvv = ti.visits[pv].astype(np.float64)
-        self.pv.data = dict(step=np.arange(len(pv)), move=[move_name(int(m), board) for m in ti.move[pv]],
+        self.pv.data = dict(step=np.arange(len(pv)), move=[d.action_label(int(m)) for m in ti.move[pv]],
                             visits=pvv, value=np.divide(ti.wins[pv], pvv, out=np.zeros(len(pv)), where=pvv > 0),
                             owner=ti.owner[pv], duplicated=ti.duplicated[pv])
         reach = int((ti.level >= 0).sum())

@@ -1,0 +1,86 @@
+"""`treesplit validate`: the simulator's predictions against the real engine on this machine."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub) -> None:
+    p = sub.add_parser("validate", help="simulator vs real engine on this machine: sims/s, messages, bytes, hops, "
+                                        "busy fraction, with relative errors",
+                       description="Run the real engine (sequential, tree, treesplit/tds/root/leaf on 1-4 ranks) "
+                                   "and the simulator with a profile calibrated on each run (or --profile), and "
+                                   "print predicted vs measured figures with relative errors. Writes "
+                                   "experiments/results/validate[-quick].json and .csv.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="a small subset (9x9 unless --board is given; ~2 min)")
+    p.add_argument("--board", type=int, action="append", default=None, metavar="N",
+                   help="board size, may repeat (default: 9 and 19; --quick: 9)")
+    p.add_argument("--seconds", type=float, default=None, help="seconds per real run (default 1.5 quick, 3)")
+    p.add_argument("--profile", default=None, help="one profile for every configuration instead of calibrating "
+                                                    "on each run (a shipped name or a TOML file)")
+    p.add_argument("--no-pingpong", action="store_true", help="keep the base profile's network (no MPI sweep)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="algorithm parameter for the MPI runs and their simulations")
+    t = p.add_argument_group("measured traces instead of running the engine here")
+    t.add_argument("--traces", action="append", default=None, metavar="DIR",
+                   help="an engine trace directory, or a directory of them (may repeat): each run is predicted "
+                        "by the simulator calibrated on its own trace (reproduce) and on --base (predict)")
+    t.add_argument("--base", default=None, metavar="NAME",
+                   help="the trace (directory name or path) the predictions are calibrated on (default: the "
+                        "smallest one with 2 or more ranks)")
+    t.add_argument("--mode", choices=("both", "reproduce", "predict"), default="both",
+                   help="which rows to make (default both)")
+    t.add_argument("--bench", default=None, metavar="JSON",
+                   help="a `treesplit bench parallel` result: its untraced figures go beside the traced ones")
+    t.add_argument("--network", default="local", metavar="PROFILE",
+                   help="profile whose network and IO poll costs are used (the traces hold no ping-pong; "
+                        "default local)")
+    t.add_argument("--name", default="validate-traces", help="results file name (default validate-traces)")
+    p.add_argument("--json", action="store_true", help="print the table as JSON")
+    p.add_argument("--no-save", action="store_true", help="do not write experiments/results/")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    import json
+    import sys
+
+    from experiments.validate import ValidateConfig, format_table, save, validate
+    from model.config import parse_overrides
+
+    if args.traces:
+        return main_traces(args)
+    boards = tuple(args.board) if args.board else ((9,) if args.quick else (9, 19))
+    cfg = ValidateConfig(boards=boards, quick=args.quick, seconds=args.seconds, profile=args.profile,
+                         pingpong=not args.no_pingpong, params=parse_overrides(args.param))
+    cfg.validate()
+    res = validate(cfg)
+    if not args.no_save:
+        js, cs = save(res, "validate-quick" if args.quick else "validate")
+        print(f"wrote {js} and {cs.name}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(res, indent=2, default=float))
+    else:
+        print(format_table(res["rows"]))
+    return 0
+
+
+def main_traces(args) -> int:
+    import json
+    import sys
+
+    from experiments.validate import TraceValidateConfig, format_table, save, validate_traces
+
+    modes = ("reproduce", "predict") if args.mode == "both" else (args.mode,)
+    cfg = TraceValidateConfig(traces=tuple(args.traces), base=args.base, network=args.network, bench=args.bench,
+                              seconds=args.seconds, modes=modes)
+    res = validate_traces(cfg)
+    if not args.no_save:
+        js, cs = save(res, args.name)
+        print(f"wrote {js} and {cs.name}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(res, indent=2, default=float))
+    else:
+        print(format_table(res["rows"]))
+    return 0

@@ -1,0 +1,156 @@
+"""sim-validation: the simulator against the real engine (`treesplit validate`, experiments/validate.py), kept
+over time so regressions show.
+
+Each run calls experiments.validate.validate() on the configurations that fit this machine (1-4 ranks, 1-2
+threads; --param boards=9,19 and subset select them) and writes its table (validate.csv: measured, predicted
+and relative error of sims/s, messages/sim, bytes/sim, hops/sim and busy fraction per configuration). It
+then appends one row to history.csv in the output directory (date, machine, git commit, the settings, the
+worst and median errors, how many figures miss the goal), so the report can draw the errors run after run.
+A run on a 16-core machine adds its own row (its machine column says which).
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from model.config import check
+
+QUESTION = ("How far are the simulator's predictions (sims/s, messages, bytes, hops per simulation, busy fraction) "
+            "from the real engine's measurements for every configuration that runs here, and does that change from "
+            "run to run?")
+REFERENCE = ("No seed figure: the goal of issue 4 (`treesplit validate`) is a relative error within 15% for every "
+             "figure of every configuration that runs on this machine. Seed 000 gives the kind of figures compared "
+             "(simulation rate, workload, bandwidth; Figures 4.8-4.11).")
+HISTORY = "history.csv"
+FIGURES = ("sims_per_s", "messages_per_sim", "bytes_per_sim", "hops_per_sim", "busy_frac")
+
+
+@dataclass
+class Config:
+    boards: list = field(default_factory=lambda: [9, 19])
+    subset: bool = False             # validate's small subset (4 configurations per board) (`treesplit validate --quick`)
+    seconds: float = 0.0             # per real run (0: validate's default, 1.5 quick / 3 full)
+    profile: str = ""                # one profile for all ("": calibrate on each run)
+    pingpong: bool = True
+
+    def validate(self) -> None:
+        check(len(self.boards) >= 1 and all(b in (9, 13, 19) for b in self.boards), "boards", "9, 13 or 19")
+        check(self.seconds >= 0, "seconds", "need >= 0 (0: default)")
+
+
+def git_commit() -> str:
+    """The checkout's commit, with +dirty when files differ from it."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (sha or "unknown") + ("+dirty" if dirty else "")
+
+
+def history_row(res: dict, cfg: Config) -> dict:
+    from model.results import stamp as machine_stamp
+
+    stamp = machine_stamp()
+    rows = res["rows"]
+    errs = [abs(r[f"{f}_error"]) for r in rows for f in FIGURES
+            if r.get(f"{f}_error") is not None and math.isfinite(r[f"{f}_error"])]
+    sims = [abs(r["sims_per_s_error"]) for r in rows if r.get("sims_per_s_error") is not None]
+    return {"date": stamp["date"], "machine": stamp["machine"], "commit": git_commit(), "subset": cfg.subset,
+            "boards": " ".join(str(b) for b in cfg.boards), "seconds": res["seconds"], "profile": res["profile"],
+            "configurations": len(rows), "figures_compared": len(errs),
+            "over_goal": sum(e > res["goal"] for e in errs), "worst_error": res["worst_error"],
+            "worst_at": res["worst_at"], "median_abs_error": float(pd.Series(errs).median()) if errs else None,
+            "median_abs_error_sims_per_s": float(pd.Series(sims).median()) if sims else None,
+            "load_avg_1min": res["load_avg"][0] if res.get("load_avg") else None, "wall_s": round(res["wall_s"], 1)}
+
+
+def run(cfg: Config, out: Path):
+    from experiments.validate import ValidateConfig, validate
+
+    vc = ValidateConfig(boards=tuple(cfg.boards), quick=cfg.subset, seconds=cfg.seconds or None,
+                        profile=cfg.profile or None, pingpong=cfg.pingpong)
+    res = validate(vc, log=lambda s: print(s, flush=True))
+    table = pd.DataFrame(res["rows"])
+    old = pd.read_csv(out / HISTORY) if (out / HISTORY).exists() else pd.DataFrame()
+    history = pd.concat([old, pd.DataFrame([history_row(res, cfg)])], ignore_index=True)
+    return outcome(cfg, {"validate": table, "history": history})
+
+
+def outcome(cfg: Config, tables: dict):
+    from bokeh.layouts import column
+    from bokeh.models import ColumnDataSource, HoverTool, Span
+
+    from experiments.report import Outcome, Section, figure, quote, table_widget
+
+    t, h = tables["validate"], tables["history"]
+    goal = 0.15
+    err = t.melt(id_vars=["config"], value_vars=[f"{f}_error" for f in FIGURES], var_name="figure",
+                 value_name="error").dropna()
+    err = err[err.error.map(lambda e: math.isfinite(float(e)))]
+    err["figure"] = err.figure.str.replace("_error", "")
+    err["pct"] = 100 * err.error.astype(float)
+    err["y"] = [f"{c} | {f}" for c, f in zip(err.config, err.figure)]
+    f1 = figure("Relative error of each prediction (this run)", "(predicted - measured) / measured, %",
+                "configuration | figure", "Every compared figure of every configuration; the dashed lines are the "
+                "goal of +-15%.", y_range=list(reversed(err.y.tolist())), height=max(320, 16 * len(err) + 60),
+                width=620)
+    err["color"] = ["firebrick" if abs(e) > goal else "steelblue" for e in err.error]
+    src = ColumnDataSource(err)
+    bars = f1.hbar(y="y", left=0, right="pct", height=0.7, source=src, color="color")
+    for x in (-100 * goal, 100 * goal):
+        f1.add_layout(Span(location=x, dimension="height", line_dash="dashed", line_color="gray"))
+    f1.add_tools(HoverTool(renderers=[bars], tooltips=[("", "@y"), ("error", "@pct{+0.0}%")]))
+    shown = t[["config"] + [c for f in ("sims_per_s",) for c in (f"{f}_measured", f"{f}_predicted", f"{f}_error")]]
+    hh = h.copy()
+    hh["run"] = range(1, len(hh) + 1)
+    hh["worst_pct"] = 100 * hh.worst_error.astype(float)
+    hh["median_pct"] = 100 * hh.median_abs_error.astype(float)
+    f2 = figure("Errors run after run (history.csv)", "run", "|relative error|, %",
+                "The worst and the median |relative error| of each kept run (the table below names date, machine and "
+                "commit).")
+    src2 = ColumnDataSource(hh)
+    r1 = f2.line("run", "worst_pct", source=src2, line_width=2, color="firebrick", legend_label="worst")
+    f2.scatter("run", "worst_pct", source=src2, size=7, color="firebrick")
+    f2.line("run", "median_pct", source=src2, line_width=2, legend_label="median")
+    f2.scatter("run", "median_pct", source=src2, size=7)
+    f2.add_layout(Span(location=100 * goal, dimension="width", line_dash="dashed", line_color="gray"))
+    f2.add_tools(HoverTool(renderers=[r1], tooltips=[("run", "@run"), ("date", "@date"), ("machine", "@machine"),
+                                                     ("commit", "@commit"), ("worst", "@worst_at")]))
+    f2.legend.location = "top_left"
+    last = h.iloc[-1]
+    sections = [
+        Section("Predicted against measured, every configuration", column(f1, table_widget(shown.round(3), width=620)),
+                quote("The goal: every figure of every configuration that runs here within 15% of the measurement "
+                      "(issue 4, `treesplit validate`).", "treesplit issue 4"),
+                f"This run: {int(last.configurations)} configurations, {int(last.figures_compared)} figures compared, "
+                f"{int(last.over_goal)} beyond 15%."),
+        Section("History", column(f2, table_widget(h[["date", "machine", "commit", "subset", "configurations",
+                                                      "over_goal", "worst_error", "median_abs_error"]].round(3),
+                                                   width=620)),
+                quote("kept over time so regressions show", "treesplit issue 7, experiment 8"),
+                "One row per run of this experiment (full and quick runs keep separate histories)."),
+    ]
+    med = float(last.median_abs_error) if last.median_abs_error == last.median_abs_error else float("nan")
+    prev = h.iloc[-2] if len(h) > 1 else None
+    trend = ("" if prev is None else
+             f" Against the previous run ({str(prev.date)[:10]}, {prev.commit}) the worst error went from "
+             f"{float(prev.worst_error):.0%} to {float(last.worst_error):.0%}.")
+    agreement = (f"The simulator meets the 15% goal on {int(last.figures_compared) - int(last.over_goal)} of "
+                 f"{int(last.figures_compared)} figures here (median |error| {med:.0%}); the worst is "
+                 f"{float(last.worst_error):.0%} ({last.worst_at}). Measurements on this shared 2-core machine move "
+                 f"with its load (1-min load {float(last.load_avg_1min):.1f}), which the calibrated costs only partly absorb."
+                 + trend)
+    summary = {"configurations": int(last.configurations), "figures_compared": int(last.figures_compared),
+               "over_goal": int(last.over_goal), "worst_error": round(float(last.worst_error), 3),
+               "worst_at": str(last.worst_at), "median_abs_error": round(med, 3), "runs_in_history": len(h),
+               "commit": str(last.commit)}
+    return Outcome(tables={"validate": t, "history": h}, sections=sections, agreement=agreement, summary=summary)

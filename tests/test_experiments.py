@@ -1,0 +1,180 @@
+"""`treesplit experiment`: the registry, config errors, and each built experiment's --quick run writing its
+CSV, summary.json and a self-contained HTML report with sane content."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from experiments import registry
+
+
+def _report_ok(out, name):
+    html = (out / "report.html").read_text()
+    assert registry.get(name).question.split()[0] in html
+    assert "reference (seed)" in html and "Where we agree and where not" in html
+    assert 'src="https://cdn.bokeh.org/' in html  # Bokeh from its CDN by default: a small file in git
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["experiment"] == name and summary["quick"] is True
+    assert summary["machine"] and summary["date"] and summary["agreement"]
+    return summary
+
+
+def test_list_names_all_eight_with_their_question(run_cli):
+    r = run_cli("experiment", "--list", timeout=60)
+    assert r.returncode == 0
+    for name in registry.EXPERIMENTS:
+        assert name in r.stdout
+    assert r.stdout.count("(not built yet)") == sum(e.module is None for e in registry.EXPERIMENTS.values())
+    assert all(e.module for e in registry.EXPERIMENTS.values())  # all eight are built
+
+
+@pytest.mark.parametrize("args,words", [
+    (["no-such-thing"], ["unknown experiment", "broadcast-topology"]),
+    (["parallel-degree", "--quick", "--param", "s_par=0"], ["s_par"]),
+    (["broadcast-topology", "--quick", "--jobs", "2"], ["--jobs", "plays no games"]),
+    (["parallel-degree", "--report-only", "--out", "/nonexistent-treesplit"], ["no kept run"]),
+    (["broadcast-topology", "--quick", "--param", "peers=0"], ["peers"]),
+    (["broadcast-topology", "--quick", "--param", "nonsense=1"], ["nonsense", "unknown setting"]),
+    (["scaling-oculus", "--quick", "--param", "nodes=4"], ["nodes"]),
+    ([], ["name an experiment"]),
+])
+def test_bad_names_and_settings_are_one_clear_error(run_cli, tmp_path, args, words):
+    r = run_cli("experiment", *args, "--out", str(tmp_path), timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.count("treesplit: error:") == 1
+    for w in words:
+        assert w in r.stderr
+
+
+def test_broadcast_topology_quick(run_cli, tmp_path):
+    r = run_cli("experiment", "broadcast-topology", "--quick", "--out", str(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    t = pd.read_csv(tmp_path / "table_4_1.csv")
+    assert t.verified.all() and t.matches_table.all()
+    assert (t.max_hops <= t.hop_bound).all()
+    # every origin reaches all B - 1 other broadcast ranks with one BCAST message each (a spanning tree)
+    assert (t.bcast_msgs_per_broadcast == t.bcast_ranks - 1).all()
+    hops = pd.read_csv(tmp_path / "figure_4_5_hops.csv")
+    assert hops.groupby("origin")["rank"].nunique().eq(16).all() and hops.hops.max() == 3
+    assert pd.read_csv(tmp_path / "sweep.csv").all_once.all()
+    s = _report_ok(tmp_path, "broadcast-topology")
+    assert s["results"]["all_verified"] and s["results"]["figure_4_5_matches"]
+
+
+def test_scaling_oculus_quick(run_cli, tmp_path):
+    r = run_cli("experiment", "scaling-oculus", "--quick", "--out", str(tmp_path), timeout=240)
+    assert r.returncode == 0, r.stderr[-2000:]
+    t = pd.read_csv(tmp_path / "scaling.csv")
+    for move, d in t.groupby("move"):
+        d = d.sort_values("nodes")
+        assert d.sims_per_s.is_monotonic_increasing  # more nodes, more simulations
+        assert ((d.busy_frac > 0) & (d.busy_frac <= 1.0001)).all()
+        assert (d.out_gbit_per_rank > 0).all() and (d.out_gbit_per_rank < 16).all()
+    # later game phases have shorter playouts: more simulations per second on one node
+    one = t[t.nodes == t.nodes.min()].sort_values("move")
+    assert one.sims_per_s.iloc[-1] > one.sims_per_s.iloc[0]
+    _report_ok(tmp_path, "scaling-oculus")
+
+
+@pytest.mark.slow
+def test_parameters_quick(run_cli, tmp_path):
+    r = run_cli("experiment", "parameters", "--quick", "--out", str(tmp_path), timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    t = pd.read_csv(tmp_path / "sweeps.csv")
+    assert set(t.sweep) == {"n_dup", "n_sync"}
+    assert (t.sims_per_s > 0).all() and (t.load_imbalance >= 1).all()
+    nd = t[t.sweep == "n_dup"].sort_values("n_dup")
+    assert nd.nodes_duplicated.iloc[0] >= nd.nodes_duplicated.iloc[-1]  # a lower threshold shares more nodes
+    _report_ok(tmp_path, "parameters")
+
+
+@pytest.mark.mpi
+@pytest.mark.gnugo
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_overheads_quick(run_cli, tmp_path):
+    r = run_cli("experiment", "overheads", "--quick", "--out", str(tmp_path), timeout=560)
+    assert r.returncode == 0, r.stderr[-2000:]
+    t = pd.read_csv(tmp_path / "overheads.csv")
+    assert set(t["mode"]) == {"sequential", "parallel"}
+    for (mode, move), d in t.groupby(["mode", "move"]):
+        d = d.set_index("kind")
+        assert d.loc["playout", "per_sim"] == 1.0  # one playout per simulation (fuse = false in the config)
+        assert d.loc["select", "per_sim"] >= 1.0 and d.loc["update", "per_sim"] >= 1.0
+        assert (d.seconds >= 0).all() and d.loc["playout", "seconds"] > 0
+        if mode == "sequential":  # nothing to synchronise on one rank
+            assert d.loc["sync", "packages"] == 0 and d.loc["bcast", "packages"] == 0
+        else:  # a simulation visits more than one rank, and shared nodes are synchronised
+            assert d.loc["update", "per_sim"] > 1.0 and d.loc["sync", "packages"] > 0
+    assert len(pd.read_csv(tmp_path / "game.csv")) >= max(t.move)
+    _report_ok(tmp_path, "overheads")
+
+
+def test_report_only_rebuilds_from_csv_and_inline_is_optional(run_cli, tmp_path):
+    r = run_cli("experiment", "broadcast-topology", "--quick", "--out", str(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    before = json.loads((tmp_path / "summary.json").read_text())
+    (tmp_path / "report.html").unlink()
+    r = run_cli("experiment", "broadcast-topology", "--report-only", "--inline", "--out", str(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    html = (tmp_path / "report.html").read_text()
+    assert 'src="https://cdn.bokeh.org/' not in html and len(html) > 500_000  # Bokeh inlined for offline use
+    assert before["agreement"][:60].replace("'", "&#x27;") in html or json.dumps(before["agreement"][:60])[1:-1] in html
+    assert json.loads((tmp_path / "summary.json").read_text()) == before  # nothing rerun, nothing rewritten
+
+
+def test_parallel_degree_quick(run_cli, tmp_path):
+    r = run_cli("experiment", "parallel-degree", "--quick", "--param", "games=2", "--param", "s_par=1,8",
+                "--out", str(tmp_path), timeout=240)
+    assert r.returncode == 0, r.stderr[-2000:]
+    t = pd.read_csv(tmp_path / "points.csv")
+    assert list(t.s_par) == [1, 8] and (t.games + t.void == 2).all()
+    assert ((t.wins + t.losses + t.draws) == t.games).all() and (t.mean_moves > 10).all()
+    assert ((t.ci_low <= t.win_rate) & (t.win_rate <= t.ci_high)).all()
+    s = _report_ok(tmp_path, "parallel-degree")
+    assert s["results"]["points"] == 2
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_algorithms_quick(run_cli, tmp_path):
+    r = run_cli("experiment", "algorithms", "--quick", "--out", str(tmp_path), timeout=360)
+    assert r.returncode == 0, r.stderr[-2000:]
+    m = pd.read_csv(tmp_path / "measured.csv")
+    assert {"sequential", "root", "treesplit"} <= set(m.algo) and (m.pps > 0).all() and (m.nps > 0).all()
+    p = pd.read_csv(tmp_path / "predicted.csv")
+    root = p[p.algo == "root"].sort_values("nodes")
+    assert root.pps.iloc[-1] > 2 * root.pps.iloc[0]  # independent trees: PPS grows with the nodes
+    assert len(pd.read_csv(tmp_path / "bench16.csv")) > 0  # the 16-core measurements are shown
+    _report_ok(tmp_path, "algorithms")
+
+
+@pytest.mark.mpi
+@pytest.mark.gnugo
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_strength_scaling_quick(run_cli, tmp_path):
+    r = run_cli("experiment", "strength-scaling", "--quick", "--out", str(tmp_path), timeout=560)
+    assert r.returncode == 0, r.stderr[-2000:]
+    t = pd.read_csv(tmp_path / "games.csv")
+    assert set(t.kind) == {"gnugo", "selfplay"} and sorted(t[t.kind == "gnugo"].ranks) == [1, 2]
+    assert (t.games + t.void == 1).all() and (t.probe_sims > 0).all()
+    _report_ok(tmp_path, "strength-scaling")
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_sim_validation_quick_keeps_a_history(run_cli, tmp_path):
+    for _ in range(2):
+        r = run_cli("experiment", "sim-validation", "--quick", "--out", str(tmp_path), timeout=560)
+        assert r.returncode == 0, r.stderr[-2000:]
+    h = pd.read_csv(tmp_path / "history.csv")
+    assert len(h) == 2 and h.commit.notna().all() and h.machine.notna().all()
+    assert (h.configurations == 4).all() and (h.figures_compared > 0).all()
+    v = pd.read_csv(tmp_path / "validate.csv")
+    assert (v.sims_per_s_measured > 0).all() and (v.sims_per_s_predicted > 0).all()
+    s = _report_ok(tmp_path, "sim-validation")
+    assert s["results"]["runs_in_history"] == 2
