@@ -291,3 +291,9 @@ def action_cell(game: str, board, action: int) -> tuple[int, int] | None:
     point played, LOA the destination square; None for a pass or a game without a board."""
     b = _board_of(game)
     return b[2](board, int(action)) if b else None
+
+
+def game_title(game: str, board) -> str:
+    """Short name of a run's game for summaries: "go 9x9", "loa 8x8", "pgame"."""
+    shape = board_shape(game, board)
+    return f"{game} {shape[0]}x{shape[1]}" if shape else str(game)

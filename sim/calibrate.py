@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from model.errors import TraceError, UserError
+from model.game import game_title
 from model.trace import read_trace
 from sim.distributions import fit_distribution
 from sim.profile import COST_KINDS, NetworkSpec, NodeSpec, Profile
@@ -220,7 +221,7 @@ def calibrate(trace_dir: str | Path, base: Profile, name: str = "local", pingpon
         notes.append(f"no workload fitted ({e})")
     machine = tr.meta.get("machine", "?")
     rk = tr.meta.get("ranks", {})
-    game = tr.meta.get("game", "?") + (f" {tr.meta.get('board')}x{tr.meta.get('board')}" if tr.meta.get("game") == "go" else "")
+    game = game_title(tr.meta.get("game", "?"), tr.meta.get("board"))
     source = (f"calibrated from {tr.meta.get('runtime')} trace {Path(trace_dir).name} ({algo} on {game}, "
               f"{rk.get('search', '?')}+{rk.get('broadcast', 0)} ranks, {threads} threads per rank, "
               f"started {tr.meta.get('started_at', '?')}) on {machine}; fitted: {', '.join(fitted)}"

@@ -16,6 +16,8 @@ The IO core: a message waits for the loop to notice it (a random phase of an ite
 iteration that handles it, whose length is poll_base + poll_per_peer * peers stretched by the IO core's
 recent load; its handling (LogGP o, dispatch, bytes, statistics intake) is booked on the IO core's pool.
 Polling costs latency, not capacity: a busy loop shares one poll among all the messages it handles.
+With io.idle_nap, input that finds the IO core idle (with the probability its recent load leaves) first
+waits for the end of the nap it is in, a uniform part of idle_nap, as sim/runtime.py's napping core does.
 
 Broadcast ranks collect SYNCs per window of bcast_delay (by arrival time), merge them per node and
 broadcast origin/dimension, and at each window's end book one `bcast` package and send BCAST to their
@@ -54,7 +56,7 @@ NIC_BOOK = 1e-6     # s: messages that occupy a NIC for less than this are not b
 class _Rank:
     __slots__ = ("rid", "node", "workers", "io", "loop", "iter", "lam", "n_msgs", "poll", "iters", "mark_work",
                  "mark_msgs", "msgs_out", "bytes_out", "msgs_in", "pkgs", "sims_done", "playouts", "nodes",
-                 "sims_started", "sync_acc", "done_local", "rr", "windows", "merged", "busy_mark")
+                 "sims_started", "sync_acc", "done_local", "rr", "windows", "merged", "busy_mark", "idle_p")
 
     def __init__(self, rid: int, node: int, workers: int, loop: float, h: float, h_workers: float):
         self.rid, self.node = rid, node
@@ -63,6 +65,7 @@ class _Rank:
         self.loop = loop          # one loop iteration with nothing to handle
         self.iter = loop          # current iteration length (stretched by load)
         self.lam = 0.0            # recent messages per second through the IO core
+        self.idle_p = 1.0         # recent fraction of time the IO core had nothing to do (napping, with idle_nap)
         self.n_msgs = 0
         self.poll = 0.0           # IO time spent polling in iterations that handled something
         self.iters = 0.0          # such iterations
@@ -148,6 +151,8 @@ class StatWorld:
         self._L, self._g, self._G, self._eager = net.latency, net.gap, net.gap_per_byte, net.eager_threshold
         self._shmL, self._shmG = net.shm_latency, net.shm_gap_per_byte
         self.via_io = io.handles_completions
+        self._nap = io.idle_nap
+        self._opm = self._o + self._pm
         self.events: list = []
         self.seq = 0
         self.n_events = 0
@@ -197,7 +202,12 @@ class StatWorld:
     def _io(self, r: _Rank, t: float, cost: float) -> float:
         """Input reaches r's IO core at t; it is noticed in the running iteration and handled in the next."""
         it = r.iter
-        _, done = r.io.book(t + self.rng.random() * it, cost)
+        rnd = self.rng.random
+        if self._nap > 0.0 and rnd() < r.idle_p:
+            # an idle IO core naps and is not woken by arrivals (sim/runtime.py): it sees the input at the end
+            # of the nap it is in, then handles it in the next iteration
+            t += rnd() * self._nap
+        _, done = r.io.book(t + rnd() * it, cost)
         r.n_msgs += 1
         # one poll per busy iteration, shared by the k messages such an iteration handles
         k = r.lam * it
@@ -215,7 +225,7 @@ class StatWorld:
             count *= self.G
             nbytes *= self.G
         pb = self._pb
-        base = (self._o + self._pm) * count
+        base = self._opm * count
         t_send = self._io(r, t, base + nbytes * pb)
         a, b = r.node, self.node_of[dst]
         if a == b:
@@ -446,6 +456,8 @@ class StatWorld:
             r.lam = (r.n_msgs - r.mark_msgs) / LOAD_WINDOW
             r.mark_work, r.mark_msgs = work, r.n_msgs
             r.iter = r.loop / (1.0 - rho)
+            # busy: handling (rho) or polling in iterations that handle something (lam of them, shared)
+            r.idle_p = max(0.0, 1.0 - rho - r.lam * r.loop)
             r.io.trim(t)
             if r.workers:
                 r.workers.trim(t)

@@ -58,6 +58,22 @@ class Pool:
 
     def book(self, t: float, c: float, servers: int = 1) -> tuple[float, float]:
         """Book c server-seconds ready at t on at most `servers` servers at once; returns (start, end)."""
+        # most bookings fit in the rest of their first bin: settle those with as few steps as possible
+        hb = self.h
+        b = int(t / hb)
+        i = b - self.base
+        used = self.used
+        if 0 <= i < len(used) and self.nxt[i] == b:
+            cap = self.cap
+            if cap - used[i] >= c and ((b + 1) * hb - t) * servers >= c:
+                used[i] += c
+                self.booked += c
+                if cap - used[i] <= _EPS:
+                    self.nxt[i] = b + 1
+                return t, t + c / servers
+        return self._book(t, c, servers)
+
+    def _book(self, t: float, c: float, servers: int) -> tuple[float, float]:
         h = self.h * servers
         hb = self.h
         cap = self.cap

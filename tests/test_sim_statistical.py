@@ -82,3 +82,18 @@ def test_bundles_are_cheaper_and_roughly_alike():
     assert four["events"] < one["events"] / 2
     assert four["sims_per_s"] == pytest.approx(one["sims_per_s"], rel=0.25)
     assert four["hops_per_sim"] == pytest.approx(one["hops_per_sim"], rel=0.1)
+
+
+def test_idle_nap_slows_the_statistical_fidelity_like_the_functional():
+    """io.idle_nap: an idle IO core sees input only at the end of its nap, so lightly loaded ranks wait
+    for moves and updates; both fidelities lose worker time to it."""
+    def run(fid, nap):
+        extra = {"table_mb": 2} if fid == "functional" else {}
+        return simulate(SimConfig(algo="treesplit", nodes=2, seconds=0.03, warmup=0.01, fidelity=fid,
+                                  params={"io.idle_nap": nap, **extra}))
+
+    stat0, stat1 = run("statistical", "0"), run("statistical", "1e-3")
+    assert stat1["busy_frac"] < stat0["busy_frac"] - 0.02
+    assert stat1["sims_per_s"] < stat0["sims_per_s"]
+    fun1 = run("functional", "1e-3")
+    assert stat1["busy_frac"] == pytest.approx(fun1["busy_frac"], rel=0.15)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-GO_COLUMNS = "ABCDEFGHJKLMNOPQRST"
-
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -42,17 +40,10 @@ def register(sub) -> None:
 
 
 def action_name(game: str, size: int, action: int) -> str:
-    if action < 0:
-        return "none"
-    if game == "loa":
-        from model.loa.game import action_name as loa_action_name
+    """The action as its game names it (model/game.py); "none" when no move was chosen."""
+    from model.game import action_label
 
-        return loa_action_name(action)
-    if game != "go":
-        return str(action)
-    if action == size * size:
-        return "pass"
-    return f"{GO_COLUMNS[action % size]}{action // size + 1}"
+    return "none" if action < 0 else action_label(game, size, action)
 
 
 def run(args: argparse.Namespace) -> int:

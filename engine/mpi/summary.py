@@ -56,12 +56,13 @@ def summarise(cfg: DistributedConfig, control: ctl.Control, host_result: dict[st
 
 def format_text(res: dict[str, Any]) -> str:
     """The human-readable summary `treesplit search` prints."""
+    from model.game import game_title
+
     move = res.get("move_str", res.get("move", "?"))
     lines = [
         f"move: {move}",
         f"{res['algo']} on {res['ranks']} search ranks + {res['bcast_ranks']} broadcast ranks, "
-        f"{res['threads']} threads per rank; {res['game']}"
-        + (f" {res['board']}x{res['board']}" if res["game"] == "go" else ""),  # only Go has sizes
+        f"{res['threads']} threads per rank; {game_title(res['game'], res['board'])}",
         f"simulations: {res['sims']} in {res['seconds']:.3f} s = {res['sims_per_s']:.1f} sims/s; "
         f"PPS {res['pps']:.1f}; NPS {res['nps']:.1f}",
         f"messages: {res['messages']} ({res['messages_per_sim']:.2f}/sim, {res['bytes_per_sim']:.1f} bytes/sim, "
