@@ -86,26 +86,15 @@ def _fmt(x) -> str:
     return f"{x:+.0f}" if math.isfinite(x) else ("+inf" if x > 0 else "-inf")
 
 
-CAP = 800.0  # an infinite Elo (every game went one way) is drawn here
-
-
-def _finite(v, side: float) -> float:
-    """Elo for plotting: a missing value (None in JSON, empty in CSV: infinite) drawn at side * CAP."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return side * CAP
-    return max(-CAP, min(CAP, float(v)))
-
 
 def outcome(cfg: Config, tables: dict):
     from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
     from bokeh.palettes import Category10
 
-    from experiments.report import Outcome, Section, figure, quote, table_widget
+    from experiments.report import Outcome, Section, add_elo_plot_columns, figure, quote, table_widget
 
     t = tables["points"].copy()
-    t["elo_plot"] = [_finite(v, 1.0 if w > 0.5 else -1.0) for v, w in zip(t.elo, t.win_rate)]
-    t["elo_low_plot"] = [_finite(v, -1.0) for v in t.elo_low]
-    t["elo_high_plot"] = [_finite(v, 1.0) for v in t.elo_high]
+    add_elo_plot_columns(t)
     lo = float(min(t.elo_low_plot.min(), 0.0)) if len(t) else -100.0
     hi = float(max(t.elo_high_plot.max(), 0.0)) if len(t) else 100.0
     f = figure("S_par in flight vs the sequential search, same N", "S_par (simulations in flight)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,23 @@ class Outcome:
     sections: list[Section]
     agreement: str                    # two sentences: where we agree, where not, and why
     summary: dict[str, Any] = field(default_factory=dict)  # headline numbers (summary.json, README)
+
+
+ELO_CAP = 800.0  # an infinite Elo (every game went one way) is drawn here
+
+
+def plot_elo(v, side: float) -> float:
+    """Elo for plotting: a missing value (None in JSON, empty in CSV: infinite) drawn at side * ELO_CAP."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return side * ELO_CAP
+    return max(-ELO_CAP, min(ELO_CAP, float(v)))
+
+
+def add_elo_plot_columns(t: pd.DataFrame) -> None:
+    """elo_plot, elo_low_plot, elo_high_plot: a match table's Elo and its interval, ready to draw."""
+    t["elo_plot"] = [plot_elo(v, 1.0 if w > 0.5 else -1.0) for v, w in zip(t.elo, t.win_rate)]
+    t["elo_low_plot"] = [plot_elo(v, -1.0) for v in t.elo_low]
+    t["elo_high_plot"] = [plot_elo(v, 1.0) for v in t.elo_high]
 
 
 def figure(title: str, x_label: str, y_label: str, help_text: str = "", **kw):

@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from model.config import from_dict, parse_overrides
+from model.config import from_dict, parse_overrides, read_toml
 from model.errors import ConfigError
 from model.results import RESULTS_DIR, write_json
 
@@ -52,12 +52,7 @@ def load_config(name: str, cls: type, quick: bool = False, params: list[str] | N
                 path: Path | None = None):
     """The experiment's Config from its TOML file, the [quick] overrides and --param pairs."""
     p = path or CONFIG_DIR / f"{name}.toml"
-    try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such file (every experiment needs its configuration)") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML ({e})") from None
+    data = read_toml(p, missing="no such file (every experiment needs its configuration)")
     quick_over = data.pop("quick", {})
     if not isinstance(quick_over, dict):
         raise ConfigError(f"{p}: [quick] must be a table")

@@ -131,25 +131,15 @@ def _say(r: dict, what: str) -> None:
           f"[{_fmt(r['elo_low'], -1)}, {_fmt(r['elo_high'])}], {r['seconds_per_move'] or 0:.2f} s/move", flush=True)
 
 
-CAP = 800.0
-
-
-def _plot_elo(v, side: float) -> float:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return side * CAP
-    return max(-CAP, min(CAP, float(v)))
-
 
 def outcome(cfg: Config, tables: dict):
     from bokeh.layouts import column
     from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
 
-    from experiments.report import Outcome, Section, figure, quote, table_widget
+    from experiments.report import ELO_CAP, Outcome, Section, add_elo_plot_columns, figure, quote, table_widget
 
     t = tables["games"].copy()
-    t["elo_plot"] = [_plot_elo(v, 1.0 if w > 0.5 else -1.0) for v, w in zip(t.elo, t.win_rate)]
-    t["elo_low_plot"] = [_plot_elo(v, -1.0) for v in t.elo_low]
-    t["elo_high_plot"] = [_plot_elo(v, 1.0) for v in t.elo_high]
+    add_elo_plot_columns(t)
     base = cfg.ranks[0]
     g = t[t.kind == "gnugo"].sort_values("ranks")
     s = t[t.kind == "selfplay"].sort_values("ranks")
@@ -191,7 +181,7 @@ def outcome(cfg: Config, tables: dict):
                       "doublings of the number of CNs.", "seed 000, 4.3.2, Figure 4.7 (19x19, 10 min per game, "
                       "reference 8(+2) CNs)"),
                 f"Ours: {cfg.board}x{cfg.board}, {cfg.seconds:g} s per move, {cfg.algo} with {cfg.threads} worker "
-                f"thread(s) per rank; a point at +-{CAP:.0f} means every game went one way."),
+                f"thread(s) per rank; a point at +-{ELO_CAP:.0f} means every game went one way."),
         Section(f"Figures 4.13/4.14: against another program ({cfg.opponent.split()[0]})", f2,
                 quote("Also against FUEGO we measured a significant improvement in playing strength when using more "
                       "CNs for up to 32(+8) CNs. However, gaining about 400 Elo, the improvement is considerably less "
@@ -211,13 +201,15 @@ def t_probe(g: pd.DataFrame, s: pd.DataFrame) -> dict:
 
 
 def _agreement(cfg: Config, g: pd.DataFrame, s: pd.DataFrame) -> tuple[str, dict]:
+    from experiments.report import plot_elo
+
     base = cfg.ranks[0]
     parts = []
     summary: dict = {"seconds_per_move": cfg.seconds}
     if len(s):
         top = s.iloc[-1]
         d = math.log2(top.ranks / base)
-        lo, hi = _plot_elo(top.elo_low, -1), _plot_elo(top.elo_high, 1)
+        lo, hi = plot_elo(top.elo_low, -1), plot_elo(top.elo_high, 1)
         thesis = d * THESIS_ELO_PER_DOUBLING
         inside = lo <= thesis <= hi
         parts.append(

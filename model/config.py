@@ -81,15 +81,21 @@ def from_dict(cls: type[T], data: dict[str, Any], where: str = "") -> T:
     return obj
 
 
+def read_toml(path: str | Path, missing: str = "no such file") -> dict[str, Any]:
+    """A TOML file's table; a missing or malformed file is one ConfigError naming it."""
+    p = Path(path)
+    try:
+        return tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: {missing}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: not valid TOML ({e})") from None
+
+
 def load_toml(cls: type[T], path: str | Path, section: str | None = None) -> T:
     """Load a config dataclass from a TOML file (optionally one [section] of it)."""
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such file") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML ({e})") from None
+    data = read_toml(p)
     if section is not None:
         if section not in data:
             raise ConfigError(f"{p}: missing section [{section}]")

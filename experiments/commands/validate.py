@@ -43,10 +43,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    import json
-    import sys
-
-    from experiments.validate import ValidateConfig, format_table, save, validate
+    from experiments.validate import ValidateConfig, validate
     from model.config import parse_overrides
 
     if args.traces:
@@ -56,31 +53,28 @@ def main(args) -> int:
                          pingpong=not args.no_pingpong, params=parse_overrides(args.param))
     cfg.validate()
     res = validate(cfg)
-    if not args.no_save:
-        js, cs = save(res, "validate-quick" if args.quick else "validate")
-        print(f"wrote {js} and {cs.name}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(res, indent=2, default=float))
-    else:
-        print(format_table(res["rows"]))
-    return 0
+    return _emit(res, args, "validate-quick" if args.quick else "validate")
 
 
 def main_traces(args) -> int:
-    import json
-    import sys
-
-    from experiments.validate import TraceValidateConfig, format_table, save, validate_traces
+    from experiments.validate import TraceValidateConfig, validate_traces
 
     modes = ("reproduce", "predict") if args.mode == "both" else (args.mode,)
     cfg = TraceValidateConfig(traces=tuple(args.traces), base=args.base, network=args.network, bench=args.bench,
                               seconds=args.seconds, modes=modes)
     res = validate_traces(cfg)
+    return _emit(res, args, args.name)
+
+
+def _emit(res: dict, args, name: str) -> int:
+    """Save the table (unless --no-save) and print it, as JSON with --json."""
+    import json
+    import sys
+
+    from experiments.validate import format_table, save
+
     if not args.no_save:
-        js, cs = save(res, args.name)
+        js, cs = save(res, name)
         print(f"wrote {js} and {cs.name}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(res, indent=2, default=float))
-    else:
-        print(format_table(res["rows"]))
+    print(json.dumps(res, indent=2, default=float) if args.json else format_table(res["rows"]))
     return 0
