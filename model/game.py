@@ -297,3 +297,10 @@ def game_title(game: str, board) -> str:
     """Short name of a run's game for summaries: "go 9x9", "loa 8x8", "pgame"."""
     shape = board_shape(game, board)
     return f"{game} {shape[0]}x{shape[1]}" if shape else str(game)
+
+
+def trace_board(game: str, board) -> int | None:
+    """The `board` a trace records: Go its size, a game with a fixed square board its side (LOA: 8), None for
+    a game without a board (the P-game); runtimes carry a Go size for every game, which says nothing else."""
+    shape = board_shape(game, board)
+    return shape[0] if shape and shape[0] == shape[1] else None

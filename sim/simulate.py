@@ -112,6 +112,7 @@ class Prepared:
 
 def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
     """Build the world for `cfg` (validates everything first; raises ConfigError/UserError on bad input)."""
+    from model.game import trace_board
     from model.roles import Layout, Setup, make_role, split_params
     from model.trace import Meta, TraceWriter
 
@@ -163,7 +164,7 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
             data.update({k: parse_scalar(str(v)) for k, v in work_fields.items()})
             workload = workload_from_dict(data)
     cluster = Cluster(M, B, rpn)
-    meta = Meta(runtime="sim", algo=cfg.algo, game=cfg.game, board=cfg.board,
+    meta = Meta(runtime="sim", algo=cfg.algo, game=cfg.game, board=trace_board(cfg.game, cfg.board),
                 params={**dataclasses.asdict(uct), **dataclasses.asdict(own)}, ranks={"search": M, "broadcast": B},
                 threads=W + 1, machine=f"profile {prof.name}", seed=cfg.seed, sample_rate=cfg.sample_rate,
                 extra={"fidelity": cfg.fidelity, "bundle": cfg.bundle, "nodes": cfg.nodes,

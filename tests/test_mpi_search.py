@@ -93,6 +93,10 @@ def test_search_returns_a_legal_move_and_loses_nothing(case, tmp_path, run_cli):
     else:
         assert playouts.sim_id.is_unique and len(playouts) == res["playouts"] <= sims
     assert len(t.tree) > 1 and t.tree["visits"].iloc[0] == sims  # the snapshot starts at the root
+    assert (t.tree["wins"] <= t.tree["visits"]).all()  # a row's visits and wins are the same move's
+    if algo == "treesplit":
+        assert t.tree["visits"][t.tree["depth"] == 1].sum() == sims
+    assert t.meta["board"] == (9 if "go" in game_args else None)  # the P-game has no board
     assert set(t.samples["rank"]) == set(range(ranks + bcast))
     assert not _alive(tmp_path)  # every rank is gone
 

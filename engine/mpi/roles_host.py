@@ -4,7 +4,8 @@ The adapter turns the roles' Actions into what the runtime carries out: packages
 bytes (msg.encode(), rebuilt on arrival with model.roles.decode: struct + numpy records, never pickle),
 and timers, which it keeps itself on the IO thread's 1 ms tick. Rank 0 also assembles the search's result
 from every rank's final report: the chosen move, the root's statistics and a snapshot of the top of the
-tree (each search rank reports its most visited nodes; rank 0 links them by replaying the moves).
+tree (each search rank reports its most visited nodes; rank 0 links them as the simulator does, with
+model/roles/snapshot.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ from engine.mpi.config import DistributedConfig
 from model.errors import ConfigError
 
 TREE_NODES = 400  # nodes per rank in the final snapshot (the most visited ones)
+PV_NODES = 64  # without a trace the reported nodes only give the result's principal variation: JSON for 400
+# nodes per rank costs ~5 ms of a 0.1 s GTP move
 TREE_DEPTH = 8
+# rows of the final snapshot per search rank: a reported node brings its visited children, mostly leaves,
+# ~10 rows a node (measured: 1,597 nodes linked into 14.8k rows, Go 9x9, 4 ranks, 20k simulations)
+TREE_ROWS = 16 * TREE_NODES
 
 
 def _game_spec(config: DistributedConfig):
@@ -187,8 +193,11 @@ class RolesHost:
         rep["search_rank"] = self.layout.is_search(self.rank)
         t = getattr(self.role, "t", None)
         if t is not None:
-            rep["tree_nodes"] = _top_nodes(t, getattr(self.role, "dt", None), TREE_NODES)
+            from model.roles.snapshot import held_nodes
+
+            rep["tree_nodes"] = held_nodes(self.role, TREE_NODES if self.config.trace else PV_NODES)
             rep["table_slots"] = int(t.key.shape[0])
+            rep["kernel_ranks"] = int(getattr(self.role, "kernel_ranks", self.layout.search_ranks))
             dt = getattr(self.role, "dt", None)
             if dt is not None and self.layout.search_ranks > 1:
                 rep["dup_digest"] = _dup_digest(t, dt)
@@ -197,7 +206,7 @@ class RolesHost:
     def tree(self, reports: dict[int, dict] | None = None):
         if self.rank != 0 or not reports:
             return None
-        return _assemble_tree(self.setup, self.layout, reports)
+        return assemble_tree(self.setup, self.layout, reports)
 
     def result(self, reports: dict[int, dict]) -> dict[str, Any]:
         return search_result(self.config, self.setup, self.layout, reports)
@@ -208,6 +217,7 @@ def search_result(config: DistributedConfig, setup, layout, reports: dict[int, d
     """The chosen move: the most visited root child that repeats no position of the game. After the final
     synchronisation every search rank that holds the root holds all of it (treesplit, root and hybrid share
     it; tds, dfuct and leaf keep it on one rank), so the rank with the most root visits speaks for the run."""
+    from model.roles.snapshot import principal_variation
     from model.uct import repeats_history
 
     hosts = [reports[r]["host"] for r in sorted(reports)]
@@ -235,7 +245,7 @@ def search_result(config: DistributedConfig, setup, layout, reports: dict[int, d
         # most visited first: [action, visits, mean value for the player to move at the root]
         "children": [[int(m), int(visits[m]), float(values[m] / visits[m]) if visits[m] else float("nan")]
                      for m in order],
-        "pv": _principal_variation(setup, _reported_nodes(reports)[0], move),
+        "pv": principal_variation(setup.g, setup.root, _reported_nodes(reports), move),
     }
     res["pv_names"] = [name(a) for a in res["pv"]]
     if digests and config.algo in ("treesplit", "root"):  # hybrid's groups duplicate different nodes
@@ -263,24 +273,6 @@ def _jsonable(obj):
     return obj
 
 
-def _top_nodes(t, dt, limit: int) -> list:
-    """[[hash, visits, value, [moves], [child visits], [child values], duplicated], ...] of the most visited
-    nodes stored here in the current search (children without visits left out)."""
-    live = np.flatnonzero((t.stamp == t.meta[0]) & (t.visits > 0))
-    if len(live) > limit:
-        live = live[np.argsort(t.visits[live])[-limit:]]
-    out = []
-    for slot in live.tolist():
-        nc = max(int(t.n_children[slot]), 0)
-        cv = t.child_visits[slot, :nc]
-        keep = np.flatnonzero(cv > 0)
-        out.append([int(t.key[slot]), int(t.visits[slot]), float(t.value[slot]),
-                    t.child_move[slot, keep].astype(int).tolist(), cv[keep].astype(int).tolist(),
-                    t.child_value[slot, keep].astype(float).tolist(),
-                    bool(dt is not None and dt.row_of[slot] >= 0)])
-    return out
-
-
 def _dup_digest(t, dt) -> str | None:
     """A fingerprint of the duplicated nodes' statistics here: equal on every rank after the final sync."""
     from model.roles.dup import D_ROWS
@@ -298,77 +290,20 @@ def _dup_digest(t, dt) -> str | None:
     return hashlib.sha1(repr(parts).encode()).hexdigest()
 
 
-def _reported_nodes(reports: dict[int, dict]) -> tuple[dict[int, list], set[int]]:
-    """hash -> the most visited report of that node (the owner's, or any copy of a duplicated node), and
-    the hashes of duplicated nodes."""
-    nodes: dict[int, list] = {}
-    dup: set[int] = set()
-    for rank in sorted(reports):
-        for e in reports[rank]["host"].get("tree_nodes", ()):
-            h = e[0]
-            if e[6]:
-                dup.add(h)
-            if h not in nodes or e[1] > nodes[h][1]:
-                nodes[h] = e
-    return nodes, dup
+def _reported_nodes(reports: dict[int, dict]) -> dict[int, list]:
+    """hash -> the record of the node (model/roles/snapshot.py) that the ranks' final reports hold."""
+    from model.roles.snapshot import merge_records
+
+    return merge_records(reports[r]["host"].get("tree_nodes", ()) for r in sorted(reports))
 
 
-def _principal_variation(setup, nodes: dict[int, list], first: int, max_len: int = 20) -> list[int]:
-    """The chosen move, then the most visited child of each reported node after it."""
-    from model import game
+def assemble_tree(setup, layout, reports: dict[int, dict]) -> dict[str, np.ndarray] | None:
+    """The snapshot rank 0 links from the reported nodes (model/roles/snapshot.py, as the simulator's)."""
+    from model.roles.snapshot import link
 
-    if first < 0:
-        return []
-    pv, s = [first], setup.root.copy()
-    if not game.play(setup.g, s, np.int64(first)):
-        return pv
-    while len(pv) < max_len:
-        e = nodes.get(int(game.hash(setup.g, s)))
-        if e is None or not e[4]:
-            break
-        m = e[3][int(np.argmax(e[4]))]
-        if not game.play(setup.g, s, np.int64(m)):
-            break
-        pv.append(int(m))
-    return pv
-
-
-def _assemble_tree(setup, layout, reports: dict[int, dict]) -> dict[str, list] | None:
-    """Link the reported nodes into the tree below the root (breadth first, by replaying moves)."""
-    from model import game
-    from model.ownership import owner
-
-    nodes, dup_hashes = _reported_nodes(reports)
-    if not nodes:
-        return None
     M = layout.search_ranks
-    local_slots = reports[0]["host"].get("table_slots") if 0 in reports else None
-    g, root = setup.g, setup.root
-    cols: dict[str, list] = {k: [] for k in ("hash", "parent", "move", "depth", "visits", "wins", "owner",
-                                              "duplicated")}
-    frontier = [(root.copy(), int(game.hash(g, root)), 0, -1, 0, None)]
-    seen = set()
-    while frontier and len(cols["hash"]) < TREE_NODES * max(1, M):
-        nxt = []
-        for s, h, parent, move, depth, wins in frontier:
-            if h in seen or h not in nodes:
-                continue
-            seen.add(h)
-            _, visits, value, moves, cvis, cval, _ = nodes[h]
-            cols["hash"].append(h)
-            cols["parent"].append(parent)
-            cols["move"].append(move)
-            cols["depth"].append(depth)
-            cols["visits"].append(visits)
-            cols["wins"].append(value if wins is None else wins)  # the mover's reward sum (root: its own)
-            cols["owner"].append(int(owner(np.uint64(h), M, local_slots)) if local_slots and M > 1 else 0)
-            cols["duplicated"].append(h in dup_hashes)
-            if depth >= TREE_DEPTH:
-                continue
-            for m, w in zip(moves, cval):
-                c = s.copy()
-                if game.play(g, c, np.int64(m)):
-                    nxt.append((c, int(game.hash(g, c)), h, int(m), depth + 1, float(w)))
-        frontier = nxt
+    rep0 = reports[0]["host"] if 0 in reports else {}
+    cols = link(setup.g, setup.root, _reported_nodes(reports), int(rep0.get("kernel_ranks", M)),
+                rep0.get("table_slots"), TREE_DEPTH, TREE_ROWS * max(1, M))
     n = len(cols["hash"])
-    return {"t": [0.0] * n, **cols}
+    return {"t": np.zeros(n), **cols} if n else None

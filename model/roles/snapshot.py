@@ -1,17 +1,26 @@
-"""The top of a distributed search tree as rows of the trace's `tree` table (model/trace.py).
+"""The top of a distributed search tree as rows of the trace's `tree` table (model/trace.py), for both runtimes.
 
-The table has no parent pointers, so the walk goes down from the root, replaying moves to get each child's
-hash, and reads each node on a rank that holds it (its owner, or any rank with a duplicate). With the
-roles of every rank (loopback, simulator) the walk sees the whole top of the tree; the engine gives one
-rank's role and gets what that rank holds (the duplicated top, and its own nodes below it).
+A node is read as a record, [hash, visits, value, [moves], [child visits], [child values], duplicated] (plain
+Python values: the engine's ranks send theirs to rank 0 in their final report), from a rank that may decide
+there: its owner, a rank holding a duplicate, or any rank when the algorithm does not split the tree
+(kernel_ranks 1). Where several ranks hold one, the lowest rank's copy speaks: after the final synchronisation
+the copies of a duplicated node are equal; before it (the simulator's snapshots during a run) they are not.
 
-A row per node: hash, parent (0 for the root), move (-1 for the root), depth, visits and wins of the move
-into it (from the parent's statistics: the mover's view; the root's own for the root), owner, duplicated.
+The table has no parent pointers, so link() walks down from the root, replaying moves to get each child's
+hash: the simulator reads records straight from every search rank's table (tree_rows), the engine from the
+most visited nodes each rank reported (held_nodes, merge_records). Given one rank's role, tree_rows shows what
+that rank holds (the duplicated top and its own nodes below it).
+
+A row per node, breadth first, each node once (a transposition under the first parent reached): hash,
+parent (0 for the root), move (-1 for the root), depth, visits and wins of the move into it (from the
+parent's statistics: the mover's view; the root's own for the root), owner, duplicated. Children with visits
+that no rank holds (or reported) are rows without children of their own.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -20,67 +29,131 @@ from model.ownership import owner
 from model.tt import lookup
 
 COLUMNS = ("hash", "parent", "move", "depth", "visits", "wins", "owner", "duplicated")
+DTYPES = {"hash": np.uint64, "parent": np.uint64, "move": np.int32, "depth": np.int32, "visits": np.int64,
+          "wins": np.float64, "owner": np.int32, "duplicated": bool}
 
 
-def _holder(roles, h):
-    """(role, slot) of a rank that holds node h, preferring one that may decide there."""
-    fallback = None
-    for r in roles:
-        slot, _ = lookup(r.t, h, False)
-        if slot == 0:
+def _may_decide(role, slot: int, h) -> bool:
+    M = getattr(role, "kernel_ranks", 1)
+    dt = getattr(role, "dt", None)
+    return (M == 1 or (dt is not None and dt.row_of[slot] >= 0)
+            or owner(np.uint64(h), M, role.local_slots) == role.rank)
+
+
+def _record(role, slot: int) -> list:
+    t, dt = role.t, getattr(role, "dt", None)
+    nc = max(int(t.n_children[slot]), 0)
+    cv = t.child_visits[slot, :nc]
+    keep = np.flatnonzero(cv > 0)
+    return [int(t.key[slot]), int(t.visits[slot]), float(t.value[slot]),
+            t.child_move[slot, keep].astype(int).tolist(), cv[keep].astype(int).tolist(),
+            t.child_value[slot, keep].astype(float).tolist(), bool(dt is not None and dt.row_of[slot] >= 0)]
+
+
+def _keep(first: list | None, e: list) -> list:
+    """The first copy of a node (the lowest rank's), duplicated if either copy is."""
+    if first is None:
+        return e
+    return first if first[6] or not e[6] else [*first[:6], True]
+
+
+def held_nodes(role, limit: int) -> list[list]:
+    """Records of the `limit` most visited nodes of the current search that this rank may decide at."""
+    t = role.t
+    live = np.flatnonzero((t.stamp == t.meta[0]) & (t.visits > 0))
+    live = [s for s in live.tolist() if _may_decide(role, s, t.key[s])]
+    if len(live) > limit:
+        live = np.asarray(live)[np.argsort(t.visits[live], kind="stable")[-limit:]].tolist()
+    return [_record(role, s) for s in live]
+
+
+def merge_records(per_rank: Iterable[Iterable[list]]) -> dict[int, list]:
+    """hash -> record, over the records of every rank (in rank order)."""
+    nodes: dict[int, list] = {}
+    for records in per_rank:
+        for e in records:
+            nodes[e[0]] = _keep(nodes.get(e[0]), e)
+    return nodes
+
+
+class _Tables:
+    """Records read on demand from the roles' tables (a snapshot needs the top of the tree only)."""
+
+    def __init__(self, roles):
+        self.roles = roles
+
+    def get(self, h: int) -> list | None:
+        best = None
+        for r in self.roles:
+            slot, _ = lookup(r.t, np.uint64(h), False)
+            if slot != 0 and _may_decide(r, slot, h):
+                best = _keep(best, _record(r, slot))
+        return best
+
+
+def link(g, root, nodes: Callable[[int], list | None] | dict, kernel_ranks: int, local_slots: int | None,
+         max_depth: int, max_nodes: int) -> dict[str, np.ndarray]:
+    """Columns of the snapshot below root (breadth first, at most max_nodes rows down to max_depth);
+    nodes: hash -> record (a dict, or anything with get). Owners follow the hash partition of kernel_ranks
+    ranks of local_slots slots each (0 everywhere for one rank or an unknown table size)."""
+    get = nodes.get if hasattr(nodes, "get") else nodes
+    root = np.asarray(root)
+    rows: dict[str, list] = {c: [] for c in COLUMNS}
+    split = kernel_ranks > 1 and bool(local_slots)
+
+    def emit(h, parent, move, depth, visits, wins, dup):
+        for c, v in zip(COLUMNS, (h, parent, move, depth, visits, wins,
+                                  int(owner(np.uint64(h), kernel_ranks, local_slots)) if split else 0, dup)):
+            rows[c].append(v)
+
+    h0 = int(game.hash(g, root))
+    top = get(h0)
+    if top is not None and max_nodes > 0:
+        emit(h0, 0, -1, 0, top[1], top[2], top[6])
+        queue = deque([(root, h0, 0, top)])
+        seen = {h0}
+    else:
+        queue = deque()
+    while queue and len(rows["hash"]) < max_nodes:
+        s, h, depth, e = queue.popleft()
+        if depth >= max_depth:
             continue
-        if r.dt.row_of[slot] >= 0 or r.kernel_ranks == 1 or owner(h, r.kernel_ranks, r.local_slots) == r.rank:
-            return r, slot
-        fallback = fallback or (r, slot)
-    return fallback if fallback and fallback[0].kernel_ranks == 1 else (None, 0)
+        for move, n, w in zip(e[3], e[4], e[5]):
+            c = s.copy()
+            if not game.play(g, c, np.int64(move)):
+                continue
+            hc = int(game.hash(g, c))
+            if hc in seen:
+                continue
+            seen.add(hc)
+            ec = get(hc)
+            emit(hc, h, int(move), depth + 1, int(n), float(w), bool(ec is not None and ec[6]))
+            if len(rows["hash"]) >= max_nodes:
+                break
+            if ec is not None:
+                queue.append((c, hc, depth + 1, ec))
+    return {c: np.array(v, dtype=DTYPES[c]) for c, v in rows.items()}
 
 
 def tree_rows(roles, max_depth: int = 3, max_nodes: int = 5000) -> dict[str, np.ndarray]:
-    """Columns of the tree snapshot, breadth first, at most max_nodes rows down to max_depth."""
+    """The snapshot read from the tables of these search roles (every rank's, or one rank's part)."""
     first = roles[0]
-    g = first.g
-    M = first.kernel_ranks
-    rows: dict[str, list] = {c: [] for c in COLUMNS}
+    return link(first.g, first.root, _Tables(roles), first.kernel_ranks, first.local_slots, max_depth, max_nodes)
 
-    def emit(h, parent, move, depth, visits, wins, dup):
-        rows["hash"].append(h)
-        rows["parent"].append(parent)
-        rows["move"].append(move)
-        rows["depth"].append(depth)
-        rows["visits"].append(visits)
-        rows["wins"].append(wins)
-        rows["owner"].append(owner(np.uint64(h), M, first.local_slots) if M > 1 else 0)
-        rows["duplicated"].append(dup)
 
-    root = np.asarray(first.root)
-    h0 = np.uint64(game.hash(g, root))
-    queue = deque([(root, h0, 0)])
-    role, slot = _holder(roles, h0)
-    if role is None:
-        return {c: np.asarray(v) for c, v in rows.items()}
-    emit(int(h0), 0, -1, 0, int(role.t.visits[slot]), float(role.t.value[slot]), bool(role.dt.row_of[slot] >= 0))
-    while queue and len(rows["hash"]) < max_nodes:
-        s, h, depth = queue.popleft()
-        role, slot = _holder(roles, h)
-        if role is None or depth >= max_depth:
-            continue
-        t = role.t
-        for j in range(max(int(t.n_children[slot]), 0)):
-            n = int(t.child_visits[slot, j])
-            if n == 0:
-                continue
-            c = s.copy()
-            move = int(t.child_move[slot, j])
-            if not game.play(g, c, move):
-                continue
-            hc = np.uint64(game.hash(g, c))
-            holder, cslot = _holder(roles, hc)
-            dup = bool(holder is not None and holder.dt.row_of[cslot] >= 0)
-            emit(int(hc), int(h), move, depth + 1, n, float(t.child_value[slot, j]), dup)
-            if len(rows["hash"]) >= max_nodes:
-                break
-            queue.append((c, hc, depth + 1))
-    out = {c: np.asarray(v) for c, v in rows.items()}
-    out["hash"] = out["hash"].astype(np.uint64)
-    out["parent"] = out["parent"].astype(np.uint64)
-    return out
+def principal_variation(g, root, nodes: dict[int, list], first: int, max_len: int = 20) -> list[int]:
+    """The move `first`, then the most visited child of each node after it (records: hash -> record)."""
+    if first < 0:
+        return []
+    pv, s = [first], np.array(root, copy=True)
+    if not game.play(g, s, np.int64(first)):
+        return pv
+    while len(pv) < max_len:
+        e = nodes.get(int(game.hash(g, s)))
+        if e is None or not e[4]:
+            break
+        m = e[3][int(np.argmax(e[4]))]
+        if not game.play(g, s, np.int64(m)):
+            break
+        pv.append(int(m))
+    return pv
