@@ -11,7 +11,7 @@ Three sources, one chart per domain and metric, x = worker cores:
   - predicted: the simulator (statistical fidelity) with sim/profiles/lengau.toml, seed 001's cluster (CNs of
     12 cores, FDR InfiniBand) with our engine's package costs, 1 ... 128 CNs (11 workers each); LOA's playout
     cost scaled from Go 9x9's by the playout benchmarks (experiments/results/bench-playouts-*.json). The
-    statistical fidelity models treesplit, tds, root and leaf; dfuct only runs functionally (not predicted
+    statistical fidelity models treesplit, tds, root, leaf and hybrid; dfuct only runs functionally (not predicted
     here). Predicted NPS is only the workload's nodes-per-simulation times PPS, so it is not drawn.
 Strength (seed 001's Figure 5.9) is not measured by this experiment: see strength-scaling and parameters.
 """

@@ -24,7 +24,7 @@ FIDELITIES = ("functional", "statistical")
 PROFILE_TABLES = ("node", "network", "io", "costs", "messages")
 # Wall seconds per simulated work package on one core of the development machine (sim/benchmarks/sim.py
 # measures them); only used to tell the user beforehand roughly how long a run will take.
-WALL_PER_PACKAGE = {"functional": 45e-6, "statistical": 14e-6}
+WALL_PER_PACKAGE = {"functional": 45e-6, "statistical": 1.5e-6}  # bench sim, 2026-11-26 (the kernel)
 
 
 @dataclass

@@ -30,7 +30,14 @@ at the price of burstier load. Counts and rates are those of all G.
 
 Algorithms: treesplit (the root is duplicated, so the first step is at the origin), tds (nothing
 duplicated; the root's owner is rank 0), root (whole simulations at their origin; MERGE to every rank each
-merge_every simulations), leaf (rank 0 selects and updates; JOB/RESULT to the other ranks round robin).
+merge_every simulations), leaf (rank 0 selects and updates; JOB/RESULT to the other ranks round robin),
+hybrid (StatWorld only: G groups, each treesplit on its own search ranks and broadcast network, and root's
+MERGE to every search rank of the other groups each merge_every simulations).
+
+Two implementations of that model: StatWorld runs it in one numba kernel (sim/statistical_kernel.py), a
+chunk of simulated time per call; ReferenceStatWorld is the same model in plain Python, one event at a
+time, kept as the readable specification the kernel is tested against (tests/test_sim_statistical_kernel.py).
+They draw from different random streams, so they agree to within noise, not bit for bit.
 """
 
 from __future__ import annotations
@@ -38,19 +45,20 @@ from __future__ import annotations
 import heapq
 import random
 import time
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
+from numba.typed import List
 
+from sim import statistical_kernel as K
 from sim.distributions import Sampler
 from sim.profile import Profile
 from sim.runtime import Cluster, RunResult, TraceSink
 from sim.timeline import Pool
+from sim.statistical_kernel import LOAD_WINDOW, NIC_BOOK
 from sim.workload import Workload
 
-ALGOS = ("treesplit", "tds", "root", "leaf")
-LOAD_WINDOW = 5e-4  # s: how often each IO core's recent load (for the loop's stretch) is re-estimated
-NIC_BOOK = 1e-6     # s: messages that occupy a NIC for less than this are not booked on it
+ALGOS = ("treesplit", "tds", "root", "leaf", "hybrid")  # StatWorld's; ReferenceStatWorld has the first four
 
 
 class _Rank:
@@ -84,13 +92,14 @@ class _Rank:
         self.busy_mark = 0.0
 
 
-class StatWorld:
-    """A cluster simulated by the statistical fidelity; run() gives the same RunResult as sim.runtime.World."""
+class ReferenceStatWorld:
+    """The statistical fidelity in plain Python, event by event (the specification StatWorld's kernel
+    follows); run() gives the same RunResult as sim.runtime.World."""
 
     def __init__(self, algo: str, profile: Profile, cluster: Cluster, layout, workload: Workload, params,
                  seed: int = 0, trace_writer=None, sample_rate: float = 1.0, sample_interval: float = 0.01,
                  bin_width: float = 10e-6, worker_bin_width: float = 100e-6, bundle: int = 1):
-        if algo not in ALGOS:
+        if algo not in ALGOS[:4]:
             raise ValueError(algo)
         self.algo, self.profile, self.cluster, self.layout, self.workload = algo, profile, cluster, layout, workload
         self.params = params
@@ -543,3 +552,267 @@ class StatWorld:
                 progress(self.now - t_begin)
         return RunResult(self.cluster, self.workers_per_rank, t_meas, self.now, c0, self.counters(), s0,
                          self.stats_snapshot(), self.n_events, time.perf_counter() - wall0)
+
+
+class _RankView(NamedTuple):
+    loop: float  # one IO-loop iteration with nothing to handle (sim/simulate.py reads it for the summary)
+
+
+class StatWorld:
+    """A cluster simulated by the statistical fidelity on the numba kernels (sim/statistical_kernel.py);
+    run() gives the same RunResult as sim.runtime.World. Same arguments as ReferenceStatWorld."""
+
+    RING = 256              # bins per pool to start with; the kernel doubles a pool's when it must
+    WINDOWS = 16            # broadcast windows per broadcast rank to start with; doubled likewise
+    TRACE_ROWS = 1 << 17    # trace rows buffered in the kernel before they go to the writer
+    TRACE_MARGIN = 1 << 15  # rows one event may write at most (a broadcast window to every peer)
+
+    def __init__(self, algo: str, profile: Profile, cluster: Cluster, layout, workload: Workload, params,
+                 seed: int = 0, trace_writer=None, sample_rate: float = 1.0, sample_interval: float = 0.01,
+                 bin_width: float = 10e-6, worker_bin_width: float = 100e-6, bundle: int = 1):
+        from model.rng import new_rng
+
+        if algo not in ALGOS:
+            raise ValueError(algo)
+        self.algo, self.profile, self.cluster, self.layout, self.workload = algo, profile, cluster, layout, workload
+        M, B = cluster.M, cluster.B
+        self.M, self.B = M, B
+        W = profile.node.workers_per_rank
+        self.workers_per_rank = W
+        R = M + B
+        io = profile.io
+        # groups of search ranks that root parallelisation joins: hybrid's G treesplit groups, each with a
+        # broadcast network of its own; root's M groups of one rank; else one group
+        groups = M if algo == "root" else 1
+        partner = [layout.partner(r) for r in range(M)] if B else []
+        clients = [layout.clients(M + b) for b in range(B)]
+        if algo == "hybrid":
+            from model.roles.hybrid import Groups
+
+            hg = Groups(layout, params.groups)  # ConfigError if the groups do not divide the ranks
+            groups = hg.G
+            if B:
+                partner = [hg.glob(hg.group(r), hg.inner.partner(hg.local(r))) for r in range(M)]
+                clients = [[hg.glob(hg.group(M + b), c) for c in hg.inner.clients(hg.local(M + b))] for b in range(B)]
+        Mg, Bg = M // groups, B // groups
+        topo = None
+        if B:
+            from model.topology import Topology
+
+            topo = Topology(Bg, layout.peers)
+        loops = [io.loop_time((M - 1) + (1 if B else 0)) for _ in range(M)]
+        loops += [io.loop_time(len(topo.in_peers(b % Bg)) + len(clients[b])) for b in range(B)]
+        self.ranks = [_RankView(x) for x in loops]
+        node_of = cluster.node_of()
+        N = max(node_of) + 1
+        G = max(1, int(bundle))
+        self.G = G
+        self.s_par = max(1, round(max(W, 1) * M * params.overload / G))
+        self.per_rank = max(1, round(self.s_par / M))
+        forward = (getattr(params, "forward_playouts", True) and Mg > 1 and W > 0
+                   and algo in ("treesplit", "tds", "hybrid"))
+        c = profile.costs
+        sim_work = c["select"].mean + c["playout"].mean + c["update"].mean
+        self._select_mean = c["select"].mean
+        dists = [c[k] for k in K.PKG_KINDS] + [workload.remote_steps]
+        Q = max([len(d.quantiles) for d in dists] + [2])
+        Bx = max(B, 1)
+        rows = self.TRACE_ROWS if trace_writer is not None else 1
+        self._margin = self.TRACE_MARGIN if trace_writer is not None else 0
+        P = 2 * R + 2 * N  # IO cores, workers, sending NICs, receiving NICs
+        heap = max(self.s_par, self.per_rank * M) + B + 8
+        nw = (workload.dup_nodes + 63) // 64
+        self._dims = {"P": P, "R": R, "Wm": max(W, 1), "Q": Q, "heap": heap, "rows": rows, "M": max(M, 1), "B": B,
+                      "cl": max(1, sum(len(x) for x in clients)), "Bx": Bx, "nw": nw}
+        self.F, self.I, self.U = K.allocate(self._shapes())
+        F, I, U, v = self.F, self.I, self.U, self._views()
+        I[K.H_NW], I[K.H_BX], I[K.H_Q], I[K.H_HEAP], I[K.H_ROWS], I[K.H_WM] = nw, Bx, Q, heap, rows, max(W, 1)
+        self.UL, self.NL, self.WU, self.WI = List(), List(), List(), List()
+        for _ in range(P):
+            self.UL.append(np.zeros(self.RING))
+            self.NL.append(np.arange(self.RING, dtype=np.int64))
+        for _ in range(Bx):
+            self.WU.append(np.zeros((self.WINDOWS, (1 + Bx) * nw), dtype=np.uint64))
+            self.WI.append(np.full((self.WINDOWS, 1 + Bx), -1, dtype=np.int64))
+
+        net = profile.network
+        F[K.C_O], F[K.C_PM], F[K.C_PB], F[K.C_SPB] = net.overhead, io.per_message, io.per_byte, io.stats_per_byte
+        F[K.C_L], F[K.C_GAP], F[K.C_GPB], F[K.C_EAGER] = net.latency, net.gap, net.gap_per_byte, net.eager_threshold
+        F[K.C_SHML], F[K.C_SHMG], F[K.C_NAP] = net.shm_latency, net.shm_gap_per_byte, io.idle_nap
+        F[K.C_OPM], F[K.C_PERPKG] = net.overhead + io.per_message, io.per_package
+        # S_par/M simulations per rank keep each worker's queue about `overload` simulations long; a rank
+        # with K times its share waiting is overloaded (4.2.5): forward when the wait is that long
+        F[K.C_FWAIT] = getattr(params, "balance_k", 1.2) * params.overload * sim_work
+        F[K.C_DELAY] = max(1e-6, float(getattr(params, "bcast_delay", 1e-3)))
+        F[K.C_EXPANDS], F[K.C_SYNCS], F[K.C_NODES] = (workload.expands_per_sim, workload.syncs_per_sim,
+                                                      workload.nodes_per_sim)
+        F[K.C_RATE] = sample_rate
+        I[K.I_ALGO] = ALGOS.index(algo)
+        I[K.I_M], I[K.I_B], I[K.I_W], I[K.I_G] = M, B, W, G
+        I[K.I_VIA_IO], I[K.I_FORWARD] = int(io.handles_completions), int(forward)
+        I[K.I_MERGE_EVERY] = int(getattr(params, "merge_every", 256))
+        I[K.I_MERGE_DEPTH] = int(getattr(params, "merge_depth", 1))
+        I[K.I_DUP] = workload.dup_nodes
+        if topo is not None:
+            I[K.I_TK], I[K.I_TN], I[K.I_TM] = topo.k, topo.n, topo.m
+        I[K.I_TRACE] = int(trace_writer is not None)
+        I[K.I_TRACE_ALL] = int(sample_rate >= 1.0)
+        I[K.I_R], I[K.I_NODES], I[K.I_GROUPS] = R, N, groups
+        U[0] = new_rng(seed)[0]
+
+        v["mb"][:] = [profile.message_bytes(k) for k in K.MSG_KINDS]
+        v["pf"][:, K.PF_H] = v["pf"][:, K.PF_CAP] = bin_width
+        v["pf"][R:2 * R, K.PF_H] = worker_bin_width
+        v["pf"][R:2 * R, K.PF_CAP] = max(W, 1) * worker_bin_width
+        v["rf"][:, K.RF_LOOP] = v["rf"][:, K.RF_ITER] = loops
+        v["rf"][:, K.RF_IDLE] = 1.0
+        v["ri"][:M, K.RI_W] = W
+        v["node"][:] = node_of
+        if B:
+            v["part"][:] = partner
+            v["clp"][1:] = np.cumsum([len(x) for x in clients])
+            v["cll"][:v["clp"][-1]] = [c for x in clients for c in x]
+        v["blast"][:] = -1
+        for i, d in enumerate(dists):
+            if d.dist == "const":
+                v["dk"][i], v["dp"][i, 0] = K.DIST_CONST, d.value
+            elif d.dist == "lognormal":
+                v["dk"][i], v["dp"][i] = K.DIST_LOGNORMAL, (d.median, d.sigma)
+            else:
+                k = len(d.quantiles)
+                v["dk"][i], v["dn"][i] = K.DIST_EMPIRICAL, k
+                v["dq"][i, :k] = d.quantiles
+                v["dpr"][i, :k] = d.probs if d.probs else np.linspace(0.0, 1.0, k)
+        self.trace = trace_writer
+        self.sample_interval = sample_interval
+        self._next_sample = sample_interval
+        self._samples = 0
+        self._busy_mark = np.zeros(R)
+        self._sample_servers = np.array([max(W, 1) if (r < M and W > 0) else 1 for r in range(R)], dtype=np.float64)
+        self._started = False
+
+    # --- the kernels' arrays -----------------------------------------------------------------------------
+    def _shapes(self) -> dict[str, tuple[int, ...]]:
+        d = self._dims
+        P, R, rows, heap, nd = d["P"], d["R"], d["rows"], d["heap"], K.N_DISTS
+        return {"pf": (P, 4), "rf": (R, K.N_RF), "slot": (R, d["Wm"]), "dp": (nd, 2), "dq": (nd, d["Q"]),
+                "dpr": (nd, d["Q"]), "ht": (heap,), "tpf": (rows, 2), "tmf": (rows, 2), "mb": (len(K.MSG_KINDS),),
+                "pi": (P, 2), "ri": (R, K.N_RI), "node": (R,), "part": (d["M"],), "clp": (d["B"] + 1,),
+                "cll": (d["cl"],), "blast": (d["Bx"],), "hs": (heap,), "hk": (heap,), "ha": (heap,), "dk": (nd,),
+                "dn": (nd,), "tpi": (rows, 4), "tmi": (rows, 5)}
+
+    def _views(self) -> dict[str, np.ndarray]:
+        return K.views(self.F, self.I, self.U, self._shapes())
+
+    @property
+    def now(self) -> float:
+        return float(self.F[K.C_NOW])
+
+    @property
+    def n_events(self) -> int:
+        return int(self.I[K.G_EVENTS]) + self._samples
+
+    # --- driving the kernel ------------------------------------------------------------------------------
+    def _advance(self, t_end: float) -> None:
+        while K.run_until(self.F, self.I, self.U, self.UL, self.NL, self.WU, self.WI, t_end,
+                          self._margin) == K.ST_TRACE:
+            self._drain_trace()
+
+    def _drain_trace(self) -> None:
+        I, w, v = self.I, self.trace, self._views()
+        n = int(I[K.G_PKN])
+        if n:
+            tpf, tpi = v["tpf"], v["tpi"]
+            w.extend("packages", {"t_start": tpf[:n, 0], "t_end": tpf[:n, 1], "rank": tpi[:n, 0],
+                                  "worker": tpi[:n, 1], "kind": _PKG_NAMES[tpi[:n, 2]].tolist(), "sim_id": tpi[:n, 3]})
+            I[K.G_PKN] = 0
+        n = int(I[K.G_MSGN])
+        if n:
+            tmf, tmi = v["tmf"], v["tmi"]
+            w.extend("messages", {"t_send": tmf[:n, 0], "t_recv": tmf[:n, 1], "src": tmi[:n, 0], "dst": tmi[:n, 1],
+                                  "kind": _MSG_NAMES[tmi[:n, 2]].tolist(), "bytes": tmi[:n, 3], "sim_id": tmi[:n, 4]})
+            I[K.G_MSGN] = 0
+
+    def _sample(self, t: float) -> None:
+        """The trace's samples table: every rank at t (always exact, not sampled)."""
+        R = self.M + self.B
+        used, ahead = np.zeros(R), np.zeros(R)
+        K.sample(self.F, self.I, self.UL, self.NL, t, used, ahead)
+        busy = np.clip((used - self._busy_mark) / (self._sample_servers * self.sample_interval), 0.0, 1.0)
+        self._busy_mark = used
+        dup = np.zeros(R, dtype=np.int64)
+        if self.algo in ("treesplit", "hybrid"):
+            dup[:self.M] = self.workload.dup_nodes
+        ri = self._views()["ri"]
+        self.trace.extend("samples", {
+            "t": np.full(R, t), "rank": np.arange(R),
+            "queue_len": (ahead / max(self._select_mean, 1e-9)).astype(np.int64), "busy_frac": busy,
+            "sims_done": ri[:, K.RI_SIMS_DONE], "playouts_done": ri[:, K.RI_PLAYOUTS],
+            "nodes_stored": ri[:, K.RI_NODES], "nodes_duplicated": dup})
+        self._samples += 1
+
+    def _run_until(self, t_end: float) -> None:
+        if self.trace is not None:
+            while self._next_sample <= t_end:
+                t = self._next_sample
+                self._advance(t)
+                self._sample(t)
+                self._next_sample = t + self.sample_interval
+        self._advance(t_end)
+
+    # --- figures -----------------------------------------------------------------------------------------
+    def counters(self) -> list[tuple]:
+        ri = self._views()["ri"]
+        return [(int(a), int(b), int(c), 0) for a, b, c in
+                zip(ri[:, K.RI_SIMS_DONE], ri[:, K.RI_PLAYOUTS], ri[:, K.RI_NODES])]
+
+    def stats_snapshot(self) -> list[dict]:
+        R = self.M + self.B
+        io_used, busy = np.zeros(R), np.zeros(R)
+        K.snapshot(self.F, self.I, self.UL, self.NL, self.now, io_used, busy)
+        v = self._views()
+        ri, rf = v["ri"], v["rf"]
+        msgs = ri[:, K.RI_MSG0:K.RI_MSG0 + len(K.MSG_KINDS)]
+        pkgs = ri[:, K.RI_PKG0:K.RI_PKG0 + len(K.PKG_KINDS)]
+        pp = self.profile.io.per_package
+        out = []
+        for r in range(R):
+            b = float(busy[r])
+            if ri[r, K.RI_W] > 0 and pp:  # bookkeeping is not busy (the engine's clock stops first)
+                b = max(0.0, b - pp * int(pkgs[r].sum()))
+            io_t = float(io_used[r] + rf[r, K.RF_POLL])
+            out.append({"msgs_out": {k: int(x) for k, x in zip(K.MSG_KINDS, msgs[r]) if x},
+                        "bytes_out": int(ri[r, K.RI_BYTES_OUT]), "msgs_in": int(ri[r, K.RI_MSGS_IN]),
+                        "busy": b, "io_busy": io_t, "io_loops": float(rf[r, K.RF_ITERS]), "io_loop_time": io_t,
+                        "pkgs": {k: int(x) for k, x in zip(K.PKG_KINDS, pkgs[r]) if x}})
+        return out
+
+    def run(self, seconds: float, warmup: float = 0.0, progress: Callable[[float], None] | None = None,
+            chunks: int = 100) -> RunResult:
+        if not self._started:
+            K.schedule_start(self.F, self.I, self.per_rank, self.s_par)
+            self._started = True
+        wall0 = time.perf_counter()
+        t_begin = self.now
+        t_meas = t_begin + warmup
+        total = warmup + seconds
+        c0 = s0 = None
+        if warmup <= 0:
+            c0, s0 = self.counters(), self.stats_snapshot()
+        for i in range(1, chunks + 1):
+            target = t_begin + total * i / chunks
+            if c0 is None and target > t_meas:
+                self._run_until(t_meas)
+                c0, s0 = self.counters(), self.stats_snapshot()
+            self._run_until(target)
+            if progress:
+                progress(self.now - t_begin)
+        if self.trace is not None:
+            self._drain_trace()
+        return RunResult(self.cluster, self.workers_per_rank, t_meas, self.now, c0, self.counters(), s0,
+                         self.stats_snapshot(), self.n_events, time.perf_counter() - wall0)
+
+
+_PKG_NAMES = np.array(K.PKG_KINDS, dtype=object)
+_MSG_NAMES = np.array(K.MSG_KINDS, dtype=object)
+

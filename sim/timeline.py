@@ -7,8 +7,9 @@ and returns when it started and ended. Work booked earlier has taken its capacit
 first-come-first-served in booking order; when a pool is full, packages stretch over the bins and share
 it, as processor sharing would. Full bins are skipped with path-compressed "next bin with room" links, so
 booking far behind a long queue costs about as much as booking on an idle pool. The statistical fidelity
-(sim/statistical.py) books whole simulations at once with this, instead of advancing per-core queues
-event by event.
+books whole simulations at once with this, instead of advancing per-core queues event by event: its
+Python reference (sim/statistical.py's ReferenceStatWorld) with this class, its numba kernel
+(sim/statistical_kernel.py) with the same algorithm on rings of bins.
 """
 
 from __future__ import annotations

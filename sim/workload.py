@@ -56,6 +56,7 @@ DEFAULTS: dict[str, Workload] = {
     "root": Workload(Distribution("const", value=0.0), syncs_per_sim=0.0),
     "leaf": Workload(Distribution("const", value=0.0), syncs_per_sim=0.0),
 }
+DEFAULTS["hybrid"] = DEFAULTS["treesplit"]  # inside a group, hybrid is treesplit
 
 
 def default_workload(algo: str) -> Workload:
@@ -85,6 +86,8 @@ def fit_workload(trace) -> Workload:
     """Fit a Workload from a loaded trace (model.trace.Trace) of any algorithm."""
     meta = trace.meta
     M = int(meta.get("ranks", {}).get("search", 1))
+    if meta.get("algo") == "hybrid":  # a simulation moves among its group's ranks only
+        M //= max(1, int(meta.get("params", {}).get("groups", 1)))
     pk, ms, smp = trace.packages, trace.messages, trace.samples
     algo = meta.get("algo", "?")
     if pk.empty:

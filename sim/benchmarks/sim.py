@@ -26,7 +26,7 @@ def register(kinds) -> None:
     p.add_argument("--nodes", default="1,8,32,128", help="node counts (default 1,8,32,128)")
     p.add_argument("--algos", default="treesplit",
                    help="algorithms, comma separated (default treesplit; statistical models treesplit, tds, "
-                        "root, leaf)")
+                        "root, leaf, hybrid)")
     p.add_argument("--fidelity", choices=("functional", "statistical", "both"), default="both")
     p.add_argument("--repeats", type=int, default=3, help="runs per point; the median is reported")
     p.add_argument("--scale", type=float, default=1.0, help="multiply the simulated spans (shorter: < 1)")

@@ -10,7 +10,7 @@ import sys
 def add_run_options(p: argparse.ArgumentParser, nodes_help: str) -> None:
     """Options shared by simulate and predict."""
     p.add_argument("--algo", default="treesplit",
-                   help="treesplit, tds, root, leaf, dfuct or hybrid (statistical: the first four; default treesplit)")
+                   help="treesplit, tds, root, leaf, dfuct or hybrid (statistical: all but dfuct; default treesplit)")
     p.add_argument("--profile", default="oculus",
                    help="machine profile: a shipped name (oculus, local) or a TOML file (default oculus)")
     p.add_argument("--nodes", required=True, help=nodes_help)
@@ -21,7 +21,7 @@ def add_run_options(p: argparse.ArgumentParser, nodes_help: str) -> None:
     p.add_argument("--warmup", type=float, default=None, help="simulated seconds before measuring (default 10%%)")
     p.add_argument("--fidelity", choices=("functional", "statistical"), default=None,
                    help="functional: model/'s roles run for real; statistical: drawn from a fitted workload, "
-                        "~10x cheaper (default: functional for simulate, statistical for predict)")
+                        "~25x cheaper at 128 nodes (default: functional for simulate, statistical for predict)")
     p.add_argument("--bundle", type=int, default=1, metavar="G",
                    help="statistical: model simulations in bundles of G that share a path (G x faster; default 1)")
     p.add_argument("--workload", metavar="TRACE_DIR", default=None,

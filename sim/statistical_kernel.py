@@ -1,0 +1,919 @@
+"""The statistical fidelity's event loop as numba kernels (sim/statistical.py's StatWorld drives them).
+
+The model is the one sim/statistical.py describes and ReferenceStatWorld spells out in Python, event by
+event; these kernels make the same bookings over numpy arrays, so that a chunk of simulated time
+(thousands of simulations, their hops, packages and messages, broadcast windows and load updates) is one
+call.
+
+State: F (float64), I (int64) and U (the random generator's state, model/rng.py) are flat arrays, since a
+numba call pays for every array it passes: I starts with a header of block offsets and sizes (H_*), then
+the integer settings (I_*) and globals (G_*); F starts with the float settings (C_*). `allocate` and `views`
+name and shape the blocks: pools' bookkeeping (pf, pi), per-rank floats and ints (rf, ri: RF_* / RI_*
+columns, then messages and packages per kind), an event heap (ht, hs, hk, ha), the distributions (dk, dp,
+dq, dpr, dn), trace buffers (tpf, tpi, tmf, tmi). What must grow while an event is booked lives in typed
+lists of arrays, one per pool or broadcast rank, which a kernel may replace by bigger ones:
+- UL[p], NL[p]: capacity pool p's bins (sim/timeline.py's Pool on a ring of bins): pool r is rank r's IO
+  core, R + r its workers, 2R + n node n's sending NIC, 2R + N + n its receiving NIC;
+- WU[b], WI[b]: broadcast rank b's windows (the rows to deliver and to forward per origin).
+
+A kernel call returns early (ST_TRACE) when the trace buffers fill up; the caller drains them and calls
+again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, uint64
+
+from model.rng import next_u64
+
+LOAD_WINDOW = 5e-4  # s: how often each IO core's recent load (for the loop's stretch) is re-estimated
+NIC_BOOK = 1e-6     # s: messages that occupy a NIC for less than this are not booked on it
+
+PKG_KINDS = ("select", "expand", "playout", "update", "sync", "bcast")
+MSG_KINDS = ("MOVE", "UPDATE", "SYNC", "BCAST", "PLAYOUT_FWD", "JOB", "RESULT", "MERGE")
+P_SELECT, P_EXPAND, P_PLAYOUT, P_UPDATE, P_SYNC, P_BCAST = range(6)
+M_MOVE, M_UPDATE, M_SYNC, M_BCAST, M_FWD, M_JOB, M_RESULT, M_MERGE = range(8)
+D_REMOTE = 6  # distribution 6: remote steps; 0..5 are the package kinds' costs
+N_DISTS = 7
+DIST_CONST, DIST_LOGNORMAL, DIST_EMPIRICAL = range(3)
+A_TREESPLIT, A_TDS, A_ROOT, A_LEAF, A_HYBRID = range(5)
+EV_START, EV_DONE, EV_FLUSH, EV_LOAD = range(4)
+ST_DONE, ST_TRACE = range(2)
+
+# I: header of block offsets and sizes
+(H_PF, H_RF, H_SLOT, H_DP, H_DQ, H_DPR, H_HT, H_TPF, H_TMF,
+ H_MB, H_PI, H_RI, H_NODE, H_PART, H_CLP, H_CLL, H_BLAST, H_HS, H_HK, H_HA, H_DK, H_DN, H_TPI, H_TMI,
+ H_NW, H_BX, H_Q, H_HEAP, H_ROWS, H_WM) = range(30)
+NH = 30
+# I: integer settings, then globals
+(I_ALGO, I_M, I_B, I_W, I_G, I_VIA_IO, I_FORWARD, I_MERGE_EVERY, I_MERGE_DEPTH, I_DUP, I_TK, I_TN, I_TM, I_TRACE,
+ I_TRACE_ALL, I_R, I_NODES, I_GROUPS) = range(NH, NH + 18)
+(G_HN, G_SEQ, G_NEXT_SIM, G_EVENTS, G_TCOUNT, G_PKN, G_MSGN) = range(NH + 18, NH + 25)
+N_IHEAD = NH + 25
+# F: float settings, then the clock
+(C_O, C_PM, C_PB, C_SPB, C_L, C_GAP, C_GPB, C_EAGER, C_SHML, C_SHMG, C_NAP, C_OPM, C_PERPKG, C_FWAIT, C_DELAY,
+ C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_NOW) = range(20)
+N_FHEAD = 20
+N_UHEAD = 1  # U: the random generator's state (model/rng.py: U[0])
+# rf columns (per-rank floats)
+RF_LOOP, RF_ITER, RF_LAM, RF_IDLE, RF_POLL, RF_ITERS, RF_MARK_WORK, RF_SYNC_ACC = range(8)
+N_RF = 8
+# ri columns (per-rank ints), then messages out per kind, then packages per kind
+(RI_NMSGS, RI_MARK_MSGS, RI_BYTES_OUT, RI_MSGS_IN, RI_SIMS_DONE, RI_PLAYOUTS, RI_NODES, RI_STARTED, RI_DONE_LOCAL,
+ RI_RR, RI_MERGED, RI_W) = range(12)
+RI_MSG0 = 12
+RI_PKG0 = RI_MSG0 + len(MSG_KINDS)
+N_RI = RI_PKG0 + len(PKG_KINDS)
+# pool columns
+PF_H, PF_CAP, PF_BOOKED, PF_FIN_SUM = range(4)
+PI_BASE, PI_FIN_BIN = range(2)
+
+# block name -> (array, header slot)
+BLOCKS = {
+    "pf": ("F", H_PF), "rf": ("F", H_RF), "slot": ("F", H_SLOT), "dp": ("F", H_DP), "dq": ("F", H_DQ),
+    "dpr": ("F", H_DPR), "ht": ("F", H_HT), "tpf": ("F", H_TPF), "tmf": ("F", H_TMF),
+    "mb": ("I", H_MB), "pi": ("I", H_PI), "ri": ("I", H_RI), "node": ("I", H_NODE), "part": ("I", H_PART),
+    "clp": ("I", H_CLP), "cll": ("I", H_CLL), "blast": ("I", H_BLAST), "hs": ("I", H_HS), "hk": ("I", H_HK),
+    "ha": ("I", H_HA), "dk": ("I", H_DK), "dn": ("I", H_DN), "tpi": ("I", H_TPI), "tmi": ("I", H_TMI),
+}
+_HEAD = {"F": N_FHEAD, "I": N_IHEAD, "U": N_UHEAD}
+_DTYPE = {"F": np.float64, "I": np.int64, "U": np.uint64}
+
+_EPS = 1e-15
+_GOLDEN = uint64(0x9E3779B97F4A7C15)
+
+
+def allocate(shapes: dict[str, tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Zeroed F, I, U holding every block of BLOCKS with these shapes; I's header gets their offsets."""
+    size = dict(_HEAD)
+    offset = {}
+    for name, (arr, _) in BLOCKS.items():
+        offset[name] = size[arr]
+        size[arr] += int(np.prod(shapes[name]))
+    F, I, U = (np.zeros(size[a], dtype=_DTYPE[a]) for a in ("F", "I", "U"))
+    for name, (_, slot) in BLOCKS.items():
+        I[slot] = offset[name]
+    return F, I, U
+
+
+def views(F: np.ndarray, I: np.ndarray, U: np.ndarray, shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """Every block as a numpy view of its shape (for the Python side)."""
+    arrays = {"F": F, "I": I, "U": U}
+    out = {}
+    for name, (arr, slot) in BLOCKS.items():
+        n = int(np.prod(shapes[name]))
+        out[name] = arrays[arr][I[slot]:I[slot] + n].reshape(shapes[name])
+    return out
+
+
+# --- random draws ----------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True, inline="always")
+def _rand(U):
+    return (next_u64(U) >> uint64(11)) * (1.0 / 9007199254740992.0)  # the generator's state is U[0]
+
+
+@njit(cache=True, nogil=True)
+def _draw(F, I, U, d):
+    """One value of distribution d (sim/distributions.py's Distribution.draw, one at a time)."""
+    k = I[I[H_DK] + d]
+    if k == DIST_CONST:
+        return F[I[H_DP] + 2 * d]
+    if k == DIST_LOGNORMAL:
+        u1 = 1.0 - _rand(U)  # (0, 1]
+        u2 = _rand(U)
+        z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+        return F[I[H_DP] + 2 * d] * np.exp(F[I[H_DP] + 2 * d + 1] * z)
+    u = _rand(U)
+    n = I[I[H_DN] + d]
+    p0 = I[H_DPR] + d * I[H_Q]
+    q0 = I[H_DQ] + d * I[H_Q]
+    lo, hi = 0, n - 1
+    while hi - lo > 1:  # p[lo] <= u < p[hi]
+        mid = (lo + hi) >> 1
+        if F[p0 + mid] <= u:
+            lo = mid
+        else:
+            hi = mid
+    w = F[p0 + hi] - F[p0 + lo]
+    if w <= 0.0:
+        return F[q0 + lo]
+    return F[q0 + lo] + (F[q0 + hi] - F[q0 + lo]) * (u - F[p0 + lo]) / w
+
+
+# --- capacity pools (sim/timeline.py's Pool on a ring of bins) -------------------------------------------
+# Pool p keeps its bins in UL[p] (used capacity) and NL[p] (absolute index of a bin at or after this one that
+# may have room), a ring over absolute bins base .. base + len - 1 (bin x in slot x mod len). A booking
+# beyond the ring doubles it on the spot (typed lists let a kernel replace an array in place).
+@njit(cache=True, nogil=True)
+def _room(nxt, mask, b):
+    """The first bin at or after absolute bin b that is not full (path-compressed links)."""
+    root = b
+    while True:
+        r = nxt[root & mask]
+        if r == root:
+            break
+        root = r
+    while b != root:
+        i = b & mask
+        b2 = nxt[i]
+        nxt[i] = root
+        b = b2
+    return root
+
+
+@njit(cache=True, nogil=True)
+def _grow(UL, NL, p, base, need):
+    """Make pool p's ring hold bins base .. base + need (at least twice the size it had)."""
+    used, nxt = UL[p], NL[p]
+    ring = used.shape[0]
+    new = 2 * ring
+    while new <= need:
+        new *= 2
+    nu = np.zeros(new)
+    nn = np.empty(new, np.int64)
+    for x in range(base, base + new):
+        j = x & (new - 1)
+        if x < base + ring:
+            nu[j] = used[x & (ring - 1)]
+            nn[j] = nxt[x & (ring - 1)]
+        else:
+            nn[j] = x
+    UL[p] = nu
+    NL[p] = nn
+
+
+@njit(cache=True, nogil=True)
+def pool_book(F, I, UL, NL, p, t, c, servers):
+    """Book c server-seconds ready at t on at most `servers` servers of pool p; returns (start, end)."""
+    pf = I[H_PF] + 4 * p
+    hb = F[pf + PF_H]
+    cap = F[pf + PF_CAP]
+    base = I[I[H_PI] + 2 * p + PI_BASE]
+    b = int(t / hb)
+    if b < base:  # before the trimmed past: start at the oldest bin kept
+        b = base
+        t = base * hb
+    F[pf + PF_BOOKED] += c
+    h = hb * servers
+    used, nxt = UL[p], NL[p]
+    if b - base >= used.shape[0]:
+        _grow(UL, NL, p, base, b - base)
+        used, nxt = UL[p], NL[p]
+    mask = used.shape[0] - 1
+    i = b & mask
+    if nxt[i] == b:
+        free = cap - used[i]
+        lim = ((b + 1) * hb - t) * servers
+        take = lim if lim < free else free
+        if take >= c:
+            used[i] += c
+            if cap - used[i] <= _EPS:
+                nxt[i] = b + 1
+            return t, t + c / servers
+        start = t
+        used[i] += take
+        rem = c - take
+        if cap - used[i] <= _EPS:
+            nxt[i] = b + 1
+    else:
+        start = -1.0
+        rem = c
+    while True:
+        b += 1
+        if b - base >= used.shape[0]:
+            _grow(UL, NL, p, base, b - base)
+            used, nxt = UL[p], NL[p]
+            mask = used.shape[0] - 1
+        i = b & mask
+        if nxt[i] != b:
+            b = _room(nxt, mask, b)  # links never point past the last bin in the ring + 1
+            if b - base >= used.shape[0]:
+                _grow(UL, NL, p, base, b - base)
+                used, nxt = UL[p], NL[p]
+                mask = used.shape[0] - 1
+            i = b & mask
+        free = cap - used[i]
+        take = h if h < free else free
+        if start < 0.0:
+            start = b * hb
+        if take >= rem:
+            used[i] += rem
+            if cap - used[i] <= _EPS:
+                nxt[i] = b + 1
+            return start, b * hb + rem / servers
+        used[i] += take
+        rem -= take
+        if cap - used[i] <= _EPS:
+            nxt[i] = b + 1
+
+
+@njit(cache=True, nogil=True)
+def pool_used_until(F, I, UL, NL, p, t):
+    """Work done on pool p before t (server-seconds). t must not go back in time between calls."""
+    used = UL[p]
+    ring = used.shape[0]
+    mask = ring - 1
+    pf = I[H_PF] + 4 * p
+    pi = I[H_PI] + 2 * p
+    hb = F[pf + PF_H]
+    base = I[pi + PI_BASE]
+    b = int(t / hb)
+    fb = I[pi + PI_FIN_BIN]
+    if b > fb:
+        s = 0.0
+        lo = fb if fb > base else base
+        hi = b if b < base + ring else base + ring
+        for x in range(lo, hi):
+            s += used[x & mask]
+        F[pf + PF_FIN_SUM] += s
+        I[pi + PI_FIN_BIN] = b
+    part = 0.0
+    if base <= b < base + ring:  # the current bin, pro rata
+        f = (t - b * hb) / hb
+        part = used[b & mask] * (f if f < 1.0 else 1.0)
+    return F[pf + PF_FIN_SUM] + part
+
+
+@njit(cache=True, nogil=True)
+def _trim(F, I, UL, NL, p, t):
+    """Forget bins before t (nothing is booked before the current time), keeping their sum."""
+    pool_used_until(F, I, UL, NL, p, t)
+    used, nxt = UL[p], NL[p]
+    ring = used.shape[0]
+    mask = ring - 1
+    pi = I[H_PI] + 2 * p
+    base = I[pi + PI_BASE]
+    fb = I[pi + PI_FIN_BIN]
+    if fb <= base:
+        return
+    lo = base if base > fb - ring else fb - ring
+    for x in range(lo, fb):  # the slot of bin x now holds bin x + ring: empty, with room
+        i = x & mask
+        used[i] = 0.0
+        nxt[i] = x + ring
+    I[pi + PI_BASE] = fb
+
+
+@njit(cache=True, nogil=True)
+def pool_free_from(F, I, UL, NL, p, t):
+    """When a package ready at t could start on pool p (how far ahead it is booked)."""
+    return pool_book(F, I, UL, NL, p, t, 0.0, 1)[0]
+
+
+# --- events ------------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def push(F, I, t, kind, arg):
+    ht, hs, hk, ha = I[H_HT], I[H_HS], I[H_HK], I[H_HA]
+    n = I[G_HN]
+    if n >= I[H_HEAP]:
+        raise RuntimeError("statistical kernel: event heap full")
+    seq = I[G_SEQ]
+    I[G_SEQ] = seq + 1
+    I[G_HN] = n + 1
+    i = n
+    while i > 0:
+        par = (i - 1) >> 1
+        tp = F[ht + par]
+        if tp < t or (tp == t and I[hs + par] < seq):
+            break
+        F[ht + i], I[hs + i], I[hk + i], I[ha + i] = tp, I[hs + par], I[hk + par], I[ha + par]
+        i = par
+    F[ht + i], I[hs + i], I[hk + i], I[ha + i] = t, seq, kind, arg
+
+
+@njit(cache=True, nogil=True)
+def _pop(F, I):
+    ht, hs, hk, ha = I[H_HT], I[H_HS], I[H_HK], I[H_HA]
+    t, kind, arg = F[ht], I[hk], I[ha]
+    n = I[G_HN] - 1
+    I[G_HN] = n
+    if n > 0:
+        lt, ls, lk, la = F[ht + n], I[hs + n], I[hk + n], I[ha + n]
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= n:
+                break
+            if c + 1 < n and (F[ht + c + 1] < F[ht + c] or (F[ht + c + 1] == F[ht + c] and I[hs + c + 1] < I[hs + c])):
+                c += 1
+            if F[ht + c] < lt or (F[ht + c] == lt and I[hs + c] < ls):
+                F[ht + i], I[hs + i], I[hk + i], I[ha + i] = F[ht + c], I[hs + c], I[hk + c], I[ha + c]
+                i = c
+            else:
+                break
+        F[ht + i], I[hs + i], I[hk + i], I[ha + i] = lt, ls, lk, la
+    return t, kind, arg
+
+
+# --- trace ---------------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _keep(F, I, sim_id):
+    """sim/runtime.py's TraceSink.keep: whole simulations by Fibonacci hashing, others by count."""
+    if I[I_TRACE_ALL]:
+        return True
+    if sim_id < 0:
+        I[G_TCOUNT] += 1
+        x = uint64(I[G_TCOUNT])
+    else:
+        x = uint64(sim_id)
+    return ((x * _GOLDEN) >> uint64(11)) * (1.0 / 9007199254740992.0) < F[C_RATE]
+
+
+@njit(cache=True, nogil=True)
+def _slot(F, I, r, start, end):
+    """A worker number for the trace: the first whose last package ended by `start`."""
+    W = I[I[H_RI] + r * N_RI + RI_W]
+    n = W if W > 1 else 1
+    o = I[H_SLOT] + r * I[H_WM]
+    best = 0
+    for i in range(n):
+        e = F[o + i]
+        if e <= start + 1e-12:
+            best = i
+            break
+        if e < F[o + best]:
+            best = i
+    F[o + best] = end
+    return best if W > 0 else -1
+
+
+# --- booking -----------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _io(F, I, U, UL, NL, r, t, cost):
+    """Input reaches r's IO core at t; it is noticed in the running iteration and handled in the next."""
+    o = I[H_RF] + r * N_RF
+    it = F[o + RF_ITER]
+    nap = F[C_NAP]
+    if nap > 0.0 and _rand(U) < F[o + RF_IDLE]:
+        t += _rand(U) * nap  # an idle IO core naps and is not woken by arrivals
+    done = pool_book(F, I, UL, NL, r, t + _rand(U) * it, cost, 1)[1]
+    I[I[H_RI] + r * N_RI + RI_NMSGS] += 1
+    k = F[o + RF_LAM] * it  # one poll per busy iteration, shared by the k messages it handles
+    if k < 1.0:
+        k = 1.0
+    F[o + RF_ITERS] += 1.0 / k
+    F[o + RF_POLL] += F[o + RF_LOOP] / k
+    return done + it
+
+
+@njit(cache=True, nogil=True)
+def _work(F, I, U, UL, NL, r, t, cost, kind, sim_id):
+    """A package on r's workers (or, without workers, its IO core); returns its end."""
+    G = I[I_G] if sim_id >= 0 else 1
+    cost += F[C_PERPKG]
+    ri = I[H_RI] + r * N_RI
+    W = I[ri + RI_W]
+    if W > 0:
+        start, end = pool_book(F, I, UL, NL, I[I_R] + r, t, cost * G, G)
+    else:
+        start, end = pool_book(F, I, UL, NL, r, t, cost, 1)
+    I[ri + RI_PKG0 + kind] += G
+    if I[I_TRACE] and _keep(F, I, sim_id):
+        for j in range(G):
+            n = I[G_PKN]
+            if n >= I[H_ROWS]:
+                raise RuntimeError("statistical kernel: trace buffer overflow")
+            F[I[H_TPF] + 2 * n], F[I[H_TPF] + 2 * n + 1] = start, end
+            o = I[H_TPI] + 4 * n
+            I[o], I[o + 1], I[o + 2] = r, _slot(F, I, r, start, end), kind
+            I[o + 3] = sim_id * G + j if sim_id >= 0 else -1
+            I[G_PKN] = n + 1
+    if I[I_VIA_IO] and W > 0:
+        end = _io(F, I, U, UL, NL, r, end, F[C_PM] * G)  # a finished package goes back through the IO core
+    return end
+
+
+@njit(cache=True, nogil=True)
+def _msg(F, I, U, UL, NL, r, t, dst, kind, nbytes, sim_id, stats, count):
+    """r's worker hands a message to r's IO core at t; returns when dst's IO core has handled it.
+    count > 1: that many messages on the same link at once, of nbytes in all (a broadcast window)."""
+    G = I[I_G]
+    if sim_id >= 0 and G > 1:
+        count *= G
+        nbytes *= G
+    pb = F[C_PB]
+    base = F[C_OPM] * count
+    t_send = _io(F, I, U, UL, NL, r, t, base + nbytes * pb)
+    a, b = I[I[H_NODE] + r], I[I[H_NODE] + dst]
+    if a == b:
+        t_arr = t_send + F[C_SHML] + nbytes * F[C_SHMG]
+    else:
+        if nbytes > F[C_EAGER]:
+            t_send += 2.0 * (F[C_L] + 2.0 * F[C_O])
+        ser = nbytes * F[C_GPB]
+        if ser < NIC_BOOK:  # a small message occupies the NIC for far less than anything else takes
+            t_arr = t_send + F[C_L] + ser
+        else:
+            occ = ser if ser > F[C_GAP] else F[C_GAP]
+            R2 = 2 * I[I_R]
+            inject = pool_book(F, I, UL, NL, R2 + a, t_send, occ, 1)[0]
+            at_rx = pool_book(F, I, UL, NL, R2 + I[I_NODES] + b, inject + F[C_L], occ, 1)[0]
+            t_arr = at_rx + ser
+    ri = I[H_RI] + r * N_RI
+    I[ri + RI_MSG0 + kind] += count
+    I[ri + RI_BYTES_OUT] += nbytes
+    if I[I_TRACE] and (sim_id < 0 or _keep(F, I, sim_id)):
+        for j in range(count):
+            n = I[G_MSGN]
+            if n >= I[H_ROWS]:
+                raise RuntimeError("statistical kernel: trace buffer overflow")
+            F[I[H_TMF] + 2 * n], F[I[H_TMF] + 2 * n + 1] = t_send, t_arr
+            o = I[H_TMI] + 5 * n
+            I[o], I[o + 1], I[o + 2], I[o + 3] = r, dst, kind, nbytes // count
+            I[o + 4] = sim_id * G + j % G if sim_id >= 0 else -1
+            I[G_MSGN] = n + 1
+    I[I[H_RI] + dst * N_RI + RI_MSGS_IN] += count
+    return _io(F, I, U, UL, NL, dst, t_arr, base + nbytes * (pb + (F[C_SPB] if stats else 0.0)))
+
+
+# --- simulations -------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
+    M = I[I_M]
+    G = I[I_G]
+    mb = I[H_MB]
+    cur = 0 if I[I_ALGO] == A_TDS else origin
+    Mg = M // I[I_GROUPS]  # hybrid: a simulation stays in its origin's group of Mg ranks
+    g0 = origin - origin % Mg
+    n_remote = int(_draw(F, I, U, D_REMOTE) + 0.5)
+    plan = np.empty(2 * n_remote + 3, np.int64)  # the ranks visited, then (from n_remote + 1) the set of them
+    plan[0] = cur
+    n_plan = 1
+    s0 = n_remote + 1
+    plan[s0] = cur
+    n_steps = 1
+    for _ in range(n_remote):
+        nxt = g0 + int(_rand(U) * Mg)
+        if nxt != cur:
+            plan[n_plan] = nxt
+            n_plan += 1
+            cur = nxt
+        new = True
+        for i in range(n_steps):
+            if plan[s0 + i] == nxt:
+                new = False
+        if new:
+            plan[s0 + n_steps] = nxt
+            n_steps += 1
+    new = True
+    for i in range(n_steps):  # the origin hears the result: it counts the simulation done
+        if plan[s0 + i] == origin:
+            new = False
+    if new:
+        plan[s0 + n_steps] = origin
+        n_steps += 1
+    # updates go out in ascending rank order, as the reference's set of small ints iterates them
+    for i in range(s0 + 1, s0 + n_steps):
+        x = plan[i]
+        j = i - 1
+        while j >= s0 and plan[j] > x:
+            plan[j + 1] = plan[j]
+            j -= 1
+        plan[j + 1] = x
+    r = origin
+    if plan[0] != origin:
+        t = _msg(F, I, U, UL, NL, origin, t, plan[0], M_MOVE, I[mb + M_MOVE], sid, False, 1)
+        r = plan[0]
+    last = n_plan - 1
+    for k in range(n_plan):
+        rid = plan[k]
+        if k:
+            t = _msg(F, I, U, UL, NL, r, t, rid, M_MOVE, I[mb + M_MOVE], sid, False, 1)
+            r = rid
+        t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
+        if k < last:
+            continue
+        if _rand(U) < F[C_EXPANDS]:
+            t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_EXPAND), P_EXPAND, sid)
+    if I[I_FORWARD]:
+        start = pool_book(F, I, UL, NL, I[I_R] + r, t, 0.0, 1)[0]
+        if start - t > F[C_FWAIT]:
+            dst = g0 + int(_rand(U) * (Mg - 1))
+            if dst >= r:
+                dst += 1
+            t = _msg(F, I, U, UL, NL, r, t, dst, M_FWD, I[mb + M_FWD], sid, False, 1)
+            r = dst
+    t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
+    I[I[H_RI] + r * N_RI + RI_PLAYOUTS] += G
+    t_done = t
+    for i in range(n_steps):
+        d = plan[s0 + i]
+        if d == r:
+            end = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_UPDATE), P_UPDATE, sid)
+        else:
+            t_in = _msg(F, I, U, UL, NL, r, t, d, M_UPDATE, I[mb + M_UPDATE], sid, False, 1)
+            end = _work(F, I, U, UL, NL, d, t_in, _draw(F, I, U, P_UPDATE), P_UPDATE, sid)
+        if d == origin:
+            t_done = end
+    push(F, I, t_done, EV_DONE, origin)
+
+
+@njit(cache=True, nogil=True)
+def _root_sim(F, I, U, UL, NL, r, t, sid):
+    t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
+    if _rand(U) < F[C_EXPANDS]:
+        t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_EXPAND), P_EXPAND, sid)
+    t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
+    I[I[H_RI] + r * N_RI + RI_PLAYOUTS] += I[I_G]
+    t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_UPDATE), P_UPDATE, sid)
+    push(F, I, t, EV_DONE, r)
+
+
+@njit(cache=True, nogil=True)
+def _leaf_sim(F, I, U, UL, NL, master, t, sid):
+    M, G = I[I_M], I[I_G]
+    mb = I[H_MB]
+    t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
+    if _rand(U) < F[C_EXPANDS]:
+        t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_EXPAND), P_EXPAND, sid)
+    if M == 1:
+        t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
+        I[I[H_RI] + master * N_RI + RI_PLAYOUTS] += G
+    else:
+        o = I[H_RI] + master * N_RI + RI_RR
+        I[o] = I[o] % (M - 1) + 1
+        wr = I[o]
+        t = _msg(F, I, U, UL, NL, master, t, wr, M_JOB, I[mb + M_JOB], sid, False, 1)
+        t = _work(F, I, U, UL, NL, wr, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
+        I[I[H_RI] + wr * N_RI + RI_PLAYOUTS] += G
+        t = _msg(F, I, U, UL, NL, wr, t, 0, M_RESULT, I[mb + M_RESULT], sid, False, 1)
+    t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_UPDATE), P_UPDATE, sid)
+    push(F, I, t, EV_DONE, master)
+
+
+@njit(cache=True, nogil=True)
+def _start_sim(F, I, U, UL, NL, WU, WI, origin):
+    I[I[H_RI] + origin * N_RI + RI_STARTED] += 1
+    sid = I[G_NEXT_SIM]
+    I[G_NEXT_SIM] = sid + 1
+    t = F[C_NOW]
+    a = I[I_ALGO]
+    if a == A_TREESPLIT or a == A_TDS or a == A_HYBRID:
+        _treesplit_sim(F, I, U, UL, NL, origin, t, sid)
+    elif a == A_ROOT:
+        _root_sim(F, I, U, UL, NL, origin, t, sid)
+    else:
+        _leaf_sim(F, I, U, UL, NL, origin, t, sid)
+
+
+@njit(cache=True, nogil=True)
+def _done(F, I, U, UL, NL, WU, WI, r):
+    """A simulation of origin r ended: count it, maybe synchronise, start the next (S_par stays)."""
+    G = I[I_G]
+    a = I[I_ALGO]
+    ri = I[H_RI] + r * N_RI
+    I[ri + RI_SIMS_DONE] += G
+    t = F[C_NOW]
+    if a == A_ROOT or a == A_LEAF:
+        I[ri + RI_NODES] += G
+    else:
+        n = F[C_NODES] * G
+        ni = int(n)
+        I[ri + RI_NODES] += ni + (1 if _rand(U) < n - ni else 0)
+        acc = I[H_RF] + r * N_RF + RF_SYNC_ACC
+        F[acc] += F[C_SYNCS] * G
+        if F[acc] >= 1.0:
+            k = int(F[acc])
+            F[acc] -= k
+            _send_syncs(F, I, U, UL, NL, WU, WI, r, t, k)
+    if a == A_ROOT or a == A_HYBRID:
+        # root parallelisation between groups (root: every rank a group of its own): every merge_every own
+        # simulations one MERGE to every search rank of the other groups, applied there in a sync package
+        before = I[ri + RI_DONE_LOCAL]
+        I[ri + RI_DONE_LOCAL] += G
+        me = I[I_MERGE_EVERY]
+        M = I[I_M]
+        Mg = M // I[I_GROUPS]
+        if I[I_GROUPS] > 1 and I[ri + RI_DONE_LOCAL] // me > before // me:
+            nb = I[I[H_MB] + M_MERGE] * I[I_MERGE_DEPTH]
+            for d in range(M):
+                if d // Mg != r // Mg:
+                    t_in = _msg(F, I, U, UL, NL, r, t, d, M_MERGE, nb, -1, True, 1)
+                    _work(F, I, U, UL, NL, d, t_in, _draw(F, I, U, P_SYNC), P_SYNC, -1)
+    _start_sim(F, I, U, UL, NL, WU, WI, r)
+
+
+# --- synchronisation and broadcast ---------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _popcount(U, o, n):
+    c = 0
+    for j in range(n):
+        x = U[o + j]
+        while x:
+            x &= x - uint64(1)
+            c += 1
+    return c
+
+
+@njit(cache=True, nogil=True)
+def forwards(k, n, m, origin, at, dim, out_dst, out_dim):
+    """model/topology.py's Topology.forwards in numbers: fills out_dst/out_dim, returns how many."""
+    if dim < 0:  # DELIVER_ONLY
+        return 0
+    cs = k**n
+    a = at // cs
+    r = at % cs
+    c = 0
+    for x in range(m):
+        if x != a:
+            out_dst[c] = x * cs + r
+            out_dim[c] = -1
+            c += 1
+    if at == origin:
+        dim = n
+    if k == 1:
+        return c
+    r0 = origin % cs
+    step = 1
+    for i in range(dim):
+        bi = (r // step) % k
+        oi = (r0 // step) % k
+        if (bi + 1) % k != oi:
+            out_dst[c] = a * cs + r - bi * step + ((bi + 1) % k) * step
+            out_dim[c] = i + 1 if (bi + 2) % k != oi else i
+            c += 1
+        step *= k
+    return c
+
+
+# A broadcast rank b's windows: a ring over window numbers (window w in row w mod nwin) of WU[b] (row:
+# the bitset of rows to deliver, then one bitset per origin to forward) and WI[b] (row: the window's number,
+# then per origin the dimension its broadcast came with). Windows up to I[blast + b] are flushed.
+@njit(cache=True, nogil=True)
+def _window(I, WU, WI, b, w):
+    """The row of broadcast rank b's window w (cleared if it held a flushed one; the ring doubles when w
+    is further ahead than it holds)."""
+    last = I[I[H_BLAST] + b]
+    wu, wi = WU[b], WI[b]
+    nwin = wi.shape[0]
+    if w - last >= nwin:
+        new = 2 * nwin
+        while new <= w - last:
+            new *= 2
+        nu = np.zeros((new, wu.shape[1]), np.uint64)
+        ni = np.full((new, wi.shape[1]), -1, np.int64)
+        for s in range(nwin):
+            if wi[s, 0] > last:  # pending
+                j = wi[s, 0] % new
+                nu[j] = wu[s]
+                ni[j] = wi[s]
+        WU[b] = nu
+        WI[b] = ni
+        wu, wi, nwin = nu, ni, new
+    s = w % nwin
+    if wi[s, 0] != w:
+        wu[s] = 0
+        wi[s, 0] = w
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _register(F, I, U, UL, NL, WU, WI, b, t, bits, n_listed, origin, dim, scratch_dst, scratch_dim):
+    """Rows (bitset `bits`, n_listed of them as sent) reach broadcast rank b at t: they wait in the window
+    that ends after t. A rank hears each origin's broadcast with one dimension only (the routing is a
+    spanning tree), so a window keeps one row set per origin. b counts from the first broadcast rank,
+    origin from the first of b's group (hybrid: each group has a broadcast network of its own)."""
+    nw = I[H_NW]
+    w = int(t / F[C_DELAY])
+    ri = I[H_RI] + (I[I_M] + b) * N_RI + RI_MERGED
+    if w <= I[I[H_BLAST] + b]:  # a window already flushed: its rows are merged, never sent (as in the reference)
+        I[ri] += n_listed - _popcount(bits, 0, nw)
+        return
+    s = _window(I, WU, WI, b, w)
+    wu = WU[b]
+    if forwards(I[I_TK], I[I_TN], I[I_TM], origin, b % (I[I_B] // I[I_GROUPS]), dim, scratch_dst, scratch_dim) > 0:
+        f0 = (1 + origin) * nw
+        for j in range(nw):
+            wu[s, f0 + j] |= bits[j]
+        WI[b][s, 1 + origin] = dim
+    row = wu[s]
+    before = _popcount(row, 0, nw)
+    for j in range(nw):
+        row[j] |= bits[j]
+    I[ri] += before + n_listed - _popcount(row, 0, nw)
+
+
+@njit(cache=True, nogil=True)
+def _send_syncs(F, I, U, UL, NL, WU, WI, r, t, k):
+    """k shared nodes reached their sync threshold: a sync package, then one SYNC with their rows."""
+    M, B = I[I_M], I[I_B]
+    end = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_SYNC), P_SYNC, -1)
+    nb = I[I[H_MB] + M_SYNC] * k
+    if B:
+        bits = np.zeros(I[H_NW], np.uint64)
+        for _ in range(k):
+            u = _rand(U)  # a few near-root nodes take most synchronisations
+            node = int(I[I_DUP] * u * u)
+            bits[node >> 6] |= uint64(1) << uint64(node & 63)
+        dst = I[I[H_PART] + r]
+        t_in = _msg(F, I, U, UL, NL, r, end, dst, M_SYNC, nb, -1, True, 1)
+        sd = np.empty(I[I_TM] + I[I_TN] + 1, np.int64)
+        sm = np.empty_like(sd)
+        _register(F, I, U, UL, NL, WU, WI, dst - M, t_in, bits, k, (dst - M) % (B // I[I_GROUPS]), I[I_TN], sd, sm)
+    else:
+        for d in range(M):
+            if d != r:
+                t_in = _msg(F, I, U, UL, NL, r, end, d, M_SYNC, nb, -1, True, 1)
+                _work(F, I, U, UL, NL, d, t_in, _draw(F, I, U, P_SYNC), P_SYNC, -1)
+
+
+@njit(cache=True, nogil=True)
+def _flush(F, I, U, UL, NL, WU, WI, rid):
+    """The end of a broadcast rank's window: merge, then forward to peers and deliver to clients."""
+    M, B = I[I_M], I[I_B]
+    tk, tn, tm = I[I_TK], I[I_TN], I[I_TM]
+    nw = I[H_NW]
+    t = F[C_NOW]
+    delay = F[C_DELAY]
+    w = int(np.round(t / delay)) - 1
+    push(F, I, t + delay, EV_FLUSH, rid)
+    b = rid - M
+    Bg = B // I[I_GROUPS]
+    bl = b % Bg  # b's number in its group's broadcast network
+    gb = b - bl
+    ob = I[H_BLAST] + b
+    if w > I[ob]:
+        I[ob] = w
+    wu, wi = WU[b], WI[b]
+    s = w % wi.shape[0]
+    if wi[s, 0] != w:
+        return
+    wi[s, 0] = -1
+    row, dims = wu[s], wi[s]
+    end = _work(F, I, U, UL, NL, rid, t, _draw(F, I, U, P_BCAST), P_BCAST, -1)
+    # one BCAST per (origin, dimension) and next rank, as the role sends them; booked per link
+    cap = tm + tn + 1
+    sd = np.empty(cap, np.int64)
+    sm = np.empty(cap, np.int64)
+    n_items = 0
+    for o in range(Bg):
+        if _popcount(row, (1 + o) * nw, nw) > 0:
+            n_items += forwards(tk, tn, tm, o, bl, dims[1 + o], sd, sm)
+    it_dst = np.empty(n_items, np.int64)
+    it_o = np.empty(n_items, np.int64)
+    it_dim = np.empty(n_items, np.int64)
+    it_size = np.empty(n_items, np.int64)
+    n = 0
+    for o in range(Bg):
+        size = _popcount(row, (1 + o) * nw, nw)
+        if size > 0:
+            c = forwards(tk, tn, tm, o, bl, dims[1 + o], sd, sm)
+            for j in range(c):
+                it_dst[n], it_o[n], it_dim[n], it_size[n] = gb + sd[j], o, sm[j], size
+                n += 1
+    per_node = I[I[H_MB] + M_BCAST]
+    done = np.zeros(n_items, np.bool_)
+    for i in range(n_items):
+        if done[i]:
+            continue
+        dst = it_dst[i]
+        nb = 0
+        count = 0
+        for j in range(i, n_items):
+            if it_dst[j] == dst:
+                nb += per_node * it_size[j]
+                count += 1
+        t_in = _msg(F, I, U, UL, NL, rid, end, M + dst, M_BCAST, nb, -1, True, count)
+        for j in range(i, n_items):
+            if it_dst[j] == dst:
+                done[j] = True
+                o = (1 + it_o[j]) * nw
+                _register(F, I, U, UL, NL, WU, WI, dst, t_in, row[o:o + nw], it_size[j], it_o[j], it_dim[j], sd, sm)
+    nd = _popcount(row, 0, nw)
+    if nd:
+        nb = I[I[H_MB] + M_SYNC] * nd
+        for j in range(I[I[H_CLP] + b], I[I[H_CLP] + b + 1]):
+            c = I[I[H_CLL] + j]
+            t_in = _msg(F, I, U, UL, NL, rid, end, c, M_SYNC, nb, -1, True, 1)
+            _work(F, I, U, UL, NL, c, t_in, _draw(F, I, U, P_SYNC), P_SYNC, -1)
+
+
+# --- upkeep ------------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _load(F, I, U, UL, NL, WU, WI):
+    """Re-estimate each IO core's load: the loop stretches as its handling work nears the whole core."""
+    t = F[C_NOW]
+    push(F, I, t + LOAD_WINDOW, EV_LOAD, 0)
+    R = I[I_R]
+    for r in range(R):
+        o = I[H_RF] + r * N_RF
+        ri = I[H_RI] + r * N_RI
+        work = F[I[H_PF] + 4 * r + PF_BOOKED]
+        rho = (work - F[o + RF_MARK_WORK]) / LOAD_WINDOW
+        if rho > 0.95:
+            rho = 0.95
+        lam = (I[ri + RI_NMSGS] - I[ri + RI_MARK_MSGS]) / LOAD_WINDOW
+        F[o + RF_LAM] = lam
+        F[o + RF_MARK_WORK] = work
+        I[ri + RI_MARK_MSGS] = I[ri + RI_NMSGS]
+        F[o + RF_ITER] = F[o + RF_LOOP] / (1.0 - rho)
+        idle = 1.0 - rho - lam * F[o + RF_LOOP]  # busy: handling, or polling in iterations that handle
+        F[o + RF_IDLE] = idle if idle > 0.0 else 0.0
+        _trim(F, I, UL, NL, r, t)
+        if I[ri + RI_W] > 0:
+            _trim(F, I, UL, NL, R + r, t)
+    for p in range(2 * R, 2 * R + 2 * I[I_NODES]):
+        _trim(F, I, UL, NL, p, t)
+
+
+@njit(cache=True, nogil=True)
+def run_until(F, I, U, UL, NL, WU, WI, t_end, margin):
+    """Process events up to t_end. Returns ST_DONE, or ST_TRACE to be called again after the caller
+    drained the trace buffers (fewer than `margin` rows left)."""
+    cap = I[H_ROWS] - margin
+    ht = I[H_HT]
+    while I[G_HN] > 0 and F[ht] <= t_end:
+        if I[G_PKN] > cap or I[G_MSGN] > cap:
+            return ST_TRACE
+        t, kind, arg = _pop(F, I)
+        F[C_NOW] = t
+        if kind == EV_DONE:
+            _done(F, I, U, UL, NL, WU, WI, arg)
+        elif kind == EV_START:
+            _start_sim(F, I, U, UL, NL, WU, WI, arg)
+        elif kind == EV_FLUSH:
+            _flush(F, I, U, UL, NL, WU, WI, arg)
+        else:
+            _load(F, I, U, UL, NL, WU, WI)
+        I[G_EVENTS] += 1
+    F[C_NOW] = t_end
+    return ST_DONE
+
+
+@njit(cache=True, nogil=True)
+def schedule_start(F, I, per_rank, s_par):
+    """The first events: S_par simulations at time 0, each broadcast rank's first window end, the first
+    load estimate."""
+    M, B = I[I_M], I[I_B]
+    if I[I_ALGO] == A_LEAF:
+        for _ in range(s_par):
+            push(F, I, 0.0, EV_START, 0)
+    else:
+        for r in range(M):
+            for _ in range(per_rank):
+                push(F, I, 0.0, EV_START, r)
+    for rid in range(M, M + B):
+        push(F, I, F[C_DELAY], EV_FLUSH, rid)
+    push(F, I, LOAD_WINDOW, EV_LOAD, 0)
+
+
+@njit(cache=True, nogil=True)
+def snapshot(F, I, UL, NL, t, io_used, busy):
+    """Work done before t on each rank's IO core and on its workers (its IO core if it has none)."""
+    R = I[I_R]
+    for r in range(R):
+        io_used[r] = pool_used_until(F, I, UL, NL, r, t)
+        busy[r] = pool_used_until(F, I, UL, NL, R + r, t) if I[I[H_RI] + r * N_RI + RI_W] > 0 else io_used[r]
+
+
+@njit(cache=True, nogil=True)
+def sample(F, I, UL, NL, t, used, ahead):
+    """For the trace's samples: work done before t on each rank's workers (or IO core) and how far ahead
+    of t that pool is booked."""
+    R = I[I_R]
+    for r in range(R):
+        p = R + r if I[I[H_RI] + r * N_RI + RI_W] > 0 else r
+        used[r] = pool_used_until(F, I, UL, NL, p, t)
+        a = pool_free_from(F, I, UL, NL, p, t) - t
+        ahead[r] = a if a > 0.0 else 0.0
