@@ -531,27 +531,12 @@ class ReferenceStatWorld:
         self.n_events += n
         self.now = t_end
 
+    def _finish(self) -> None:
+        pass  # its trace rows are written as they happen
+
     def run(self, seconds: float, warmup: float = 0.0, progress: Callable[[float], None] | None = None,
             chunks: int = 100) -> RunResult:
-        if not self._started:
-            self._start()
-        wall0 = time.perf_counter()
-        t_begin = self.now
-        t_meas = t_begin + warmup
-        total = warmup + seconds
-        c0 = s0 = None
-        if warmup <= 0:
-            c0, s0 = self.counters(), self.stats_snapshot()
-        for i in range(1, chunks + 1):
-            target = t_begin + total * i / chunks
-            if c0 is None and target > t_meas:
-                self._run_until(t_meas)
-                c0, s0 = self.counters(), self.stats_snapshot()
-            self._run_until(target)
-            if progress:
-                progress(self.now - t_begin)
-        return RunResult(self.cluster, self.workers_per_rank, t_meas, self.now, c0, self.counters(), s0,
-                         self.stats_snapshot(), self.n_events, time.perf_counter() - wall0)
+        return run_chunked(self, seconds, warmup, progress, chunks)
 
 
 class _RankView(NamedTuple):
@@ -787,30 +772,43 @@ class StatWorld:
                         "pkgs": {k: int(x) for k, x in zip(K.PKG_KINDS, pkgs[r]) if x}})
         return out
 
-    def run(self, seconds: float, warmup: float = 0.0, progress: Callable[[float], None] | None = None,
-            chunks: int = 100) -> RunResult:
-        if not self._started:
-            K.schedule_start(self.F, self.I, self.per_rank, self.s_par)
-            self._started = True
-        wall0 = time.perf_counter()
-        t_begin = self.now
-        t_meas = t_begin + warmup
-        total = warmup + seconds
-        c0 = s0 = None
-        if warmup <= 0:
-            c0, s0 = self.counters(), self.stats_snapshot()
-        for i in range(1, chunks + 1):
-            target = t_begin + total * i / chunks
-            if c0 is None and target > t_meas:
-                self._run_until(t_meas)
-                c0, s0 = self.counters(), self.stats_snapshot()
-            self._run_until(target)
-            if progress:
-                progress(self.now - t_begin)
+    def _start(self) -> None:
+        K.schedule_start(self.F, self.I, self.per_rank, self.s_par)
+        self._started = True
+
+    def _finish(self) -> None:
         if self.trace is not None:
             self._drain_trace()
-        return RunResult(self.cluster, self.workers_per_rank, t_meas, self.now, c0, self.counters(), s0,
-                         self.stats_snapshot(), self.n_events, time.perf_counter() - wall0)
+
+    def run(self, seconds: float, warmup: float = 0.0, progress: Callable[[float], None] | None = None,
+            chunks: int = 100) -> RunResult:
+        return run_chunked(self, seconds, warmup, progress, chunks)
+
+
+def run_chunked(world, seconds: float, warmup: float, progress: Callable[[float], None] | None,
+                chunks: int) -> RunResult:
+    """Run either world for warmup + seconds of simulated time in `chunks` steps (progress after each), with
+    the counters taken where the measurement starts."""
+    if not world._started:
+        world._start()
+    wall0 = time.perf_counter()
+    t_begin = world.now
+    t_meas = t_begin + warmup
+    total = warmup + seconds
+    c0 = s0 = None
+    if warmup <= 0:
+        c0, s0 = world.counters(), world.stats_snapshot()
+    for i in range(1, chunks + 1):
+        target = t_begin + total * i / chunks
+        if c0 is None and target > t_meas:
+            world._run_until(t_meas)
+            c0, s0 = world.counters(), world.stats_snapshot()
+        world._run_until(target)
+        if progress:
+            progress(world.now - t_begin)
+    world._finish()
+    return RunResult(world.cluster, world.workers_per_rank, t_meas, world.now, c0, world.counters(), s0,
+                     world.stats_snapshot(), world.n_events, time.perf_counter() - wall0)
 
 
 _PKG_NAMES = np.array(K.PKG_KINDS, dtype=object)
