@@ -12,6 +12,10 @@ Which profile:
     predicted from the package costs of the board's first MPI run without the runtime's overheads (roles'
     bookkeeping, IO loop), which is what the sequential kernel pays: no messages, no hand-overs.
   - --profile P: one profile for every configuration (a prediction across configurations).
+  The package costs in an MPI trace include the runtime's Python around each kernel call (~10-30 us a
+  package), which the sequential search's fused kernel never pays: so sequential and tree are predicted as the
+  simulator's shared-memory rate scaled by this machine's sequential kernel speed, measured beforehand by a
+  separate short calibration search on the board (the simulator then predicts how tree's threads scale).
 
 Figures (DESIGN.md "Metrics"): sims/s, messages/sim, bytes/sim, hops/sim, worker busy fraction. A relative
 error is (predicted - measured) / measured; None where the figure does not apply (0 measured and predicted,
@@ -158,6 +162,14 @@ def measure_shared(case: Case, seconds: float) -> dict[str, float]:
 
 
 # --- predicting -----------------------------------------------------------------------------------------
+KERNEL_CALIBRATION_S = 1.0
+
+
+def calibrate_kernel(board: int, seconds: float) -> float:
+    """This machine's sequential sims/s on the board: a calibration run of its own, not the measured case."""
+    return float(measure_shared(Case("sequential", board), seconds)["sims_per_s"])
+
+
 def case_profile(prof, case: Case):
     """The profile laid out as the case runs: one rank per node with the case's threads (1: no workers)."""
     from sim.profile import NodeSpec
@@ -232,6 +244,7 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
     t_start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="treesplit-validate-") as tmp:
         board_prof: dict[int, Any] = {}
+        kernel_rate: dict[int, tuple[float, float]] = {}  # board -> (calibrated, simulated) sequential sims/s
         todo = cases(list(cfg.boards), cfg.quick)
         # MPI cases first: the shared-memory ones borrow their board's first calibration
         todo.sort(key=lambda c: (c.board, not c.mpi))
@@ -244,13 +257,20 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
                 board_prof.setdefault(case.board, prof)
                 figs = FIGURES
             else:
-                meas = measure_shared(case, cfg.run_seconds)
                 prof = given or board_prof.get(case.board)
                 if prof is None:
                     raise UserError(f"{case.label}: no MPI configuration on this board to calibrate from")
+                if case.board not in kernel_rate:
+                    kernel_rate[case.board] = (calibrate_kernel(case.board, KERNEL_CALIBRATION_S),
+                                               predict(Case("sequential", case.board), prof, cfg.run_seconds, 0,
+                                                       {})["sims_per_s"])
+                meas = measure_shared(case, cfg.run_seconds)
                 figs = ("sims_per_s",)
             pred = predict(case, prof, meas["seconds"], int(meas.get("bcast_ranks", 0)),
                            {} if not case.mpi else cfg.params)
+            if not case.mpi:
+                calibrated, modelled = kernel_rate[case.board]
+                pred["sims_per_s"] *= calibrated / modelled
             r = row(case, meas, pred, figs)
             rows.append(r)
             err = r["sims_per_s_error"]

@@ -127,7 +127,9 @@ def inline_costs(tr, short: float) -> tuple[float, float, float, float] | None:
     ms = tr.messages
     xs, ys = [], []
     for r, a, b in rank_gaps(tr.packages, M):
-        keep = ((b - a) >= 0) & ((b - a) < short)
+        # parts of one fused package follow each other with no gap: the simulator charges per_package once
+        # per package, so only the gaps between packages count (a hand-over never takes under FUSED_GAP)
+        keep = ((b - a) >= FUSED_GAP) & ((b - a) < short)
         a, b = a[keep], b[keep]
         if ms.empty:
             nr = ns = nb = np.zeros(len(a))
