@@ -171,3 +171,22 @@ def test_a_wave_that_straddles_a_message_chain_does_not_end_the_drain():
         c[0].tick(t)
         deliver(1, "PROBE"), deliver(2, "PROBE"), deliver(0, "REPLY"), deliver(0, "REPLY")
     assert c[0].phase == ctl.SYNC  # two identical quiet waves: now the drain is over
+
+
+def test_a_session_reuses_its_clock_offsets_until_they_are_stale(monkeypatch):
+    from mpi4py import MPI
+
+    from engine.mpi import clock
+
+    comm = MPI.COMM_SELF
+    cache: dict = {}
+    first = clock.synchronise(comm, cache)
+    measured_at = cache["clock"][2]
+    second = clock.synchronise(comm, cache)
+    assert cache["clock"][2] == measured_at  # not measured again
+    assert second.start > first.start and second.offset == first.offset
+    assert 0.0 <= second.now() < 1.0
+    monkeypatch.setattr(clock, "RESYNC_AFTER", -1.0)
+    clock.synchronise(comm, cache)
+    assert cache["clock"][2] > measured_at  # stale: measured again
+    assert clock.synchronise(comm, None).offset == 0.0  # no session: always measured, nothing kept

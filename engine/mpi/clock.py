@@ -26,12 +26,36 @@ class Clock:
         return time.perf_counter() - self._base
 
 
-def synchronise(comm, rounds: int = 8) -> Clock:
-    """Collective: every rank calls it at start-up, before any other traffic. Blocking on purpose."""
+RESYNC_AFTER = 60.0  # s: a session measures the offsets again after this long (clocks of two hosts drift)
+
+
+def synchronise(comm, cache: dict | None = None, rounds: int = 8) -> Clock:
+    """Collective: every rank calls it at start-up, before any other traffic. Blocking on purpose.
+
+    cache: a session's (engine.mpi.session), kept across its searches: the offsets measured by the last full
+    synchronisation are reused for RESYNC_AFTER seconds, and only the start time goes round (one broadcast
+    instead of 8 ping-pongs per rank, which cost tens of ms of every GTP move on a loaded machine)."""
     from mpi4py import MPI
 
     rank, size = comm.Get_rank(), comm.Get_size()
     comm.Barrier()
+    kept = cache.get("clock") if cache is not None else None
+    mine = np.array([kept is None or time.monotonic() - kept[2] > RESYNC_AFTER], dtype=np.int32)
+    stale = np.zeros(1, dtype=np.int32)
+    comm.Allreduce([mine, MPI.INT32_T], [stale, MPI.INT32_T], op=MPI.MAX)  # every rank takes the same path
+    if not stale[0]:
+        start = np.array([time.perf_counter()], dtype=np.float64)
+        comm.Bcast([start, MPI.DOUBLE], root=0)
+        return Clock(kept[0], float(start[0]), kept[1])
+    clock = _measure(comm, rank, size, rounds)
+    if cache is not None:
+        cache["clock"] = (clock.offset, clock.rtt, time.monotonic())
+    return clock
+
+
+def _measure(comm, rank: int, size: int, rounds: int) -> Clock:
+    from mpi4py import MPI
+
     buf = np.zeros(1, dtype=np.float64)
     if rank == 0:
         best = {}

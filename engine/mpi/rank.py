@@ -126,7 +126,7 @@ class RankRuntime:
         # before the clock starts: rank 0's meta.json costs imports and file writes
         self.rec = Recorder(self.rank, cfg.trace, self._meta() if self.rank == 0 else None,
                             cfg.trace_sample_rate, cfg.telemetry)
-        clock = synchronise(self.comm)
+        clock = synchronise(self.comm, self.cache)
         self.clock, self.now = clock, clock.now
         self.wake = threading.Event()
         workers = 0 if host.inline else cfg.workers
