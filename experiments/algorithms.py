@@ -11,8 +11,11 @@ Three sources, one chart per domain and metric, x = worker cores:
   - predicted: the simulator (statistical fidelity) with sim/profiles/lengau.toml, seed 001's cluster (CNs of
     12 cores, FDR InfiniBand) with our engine's package costs, 1 ... 128 CNs (11 workers each); LOA's playout
     cost scaled from Go 9x9's by the playout benchmarks (experiments/results/bench-playouts-*.json). The
-    statistical fidelity models treesplit, tds, root, leaf and hybrid; dfuct only runs functionally (not predicted
-    here). Predicted NPS is only the workload's nodes-per-simulation times PPS, so it is not drawn.
+    statistical fidelity models treesplit, tds, root and leaf; dfuct, which it does not model, is predicted by
+    the functional fidelity (df-UCT's roles run for real on Go 9x9's tree, same profile and simulated span).
+    Predicted NPS is only the workload's nodes-per-simulation times PPS, so it is not drawn.
+  `reuse_measured = true` keeps the measured rows of the last run in the output directory and only predicts
+  again (a simulator change does not need the real ranks again).
 Strength (seed 001's Figure 5.9) is not measured by this experiment: see strength-scaling and parameters.
 """
 
@@ -34,7 +37,8 @@ REFERENCE = ("Seed 001 (Christoph 2020), 5.3.1-5.3.2: Figures 5.7 (PPS) and 5.8 
              "TDS, df-UCT and UCT-Treesplit agents on LOA, 1 ... 128 CNs of 12 cores on the Lengau cluster (FDR "
              "InfiniBand), 1 s per move. Its figures reach us as prose.")
 ALGOS = ("root", "leaf", "tds", "dfuct", "treesplit")
-PREDICTED = ("root", "leaf", "tds", "treesplit")   # the statistical fidelity's algorithms
+PREDICTED = ("root", "leaf", "tds", "dfuct", "treesplit")
+STATISTICAL = ("root", "leaf", "tds", "treesplit")   # the others are predicted in functional fidelity
 BENCH_16 = ("bench_parallel_scaling-16core.json", "bench_parallel_scaling-16core-algos.json")
 PLAYOUT_BENCH = {"go": "bench-playouts-9-light.json", "loa": "bench-playouts-loa-knowledge.json"}
 
@@ -50,8 +54,11 @@ class Config:
     nodes: list = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128])  # predicted CNs
     sim_seconds: float = 0.01                                  # simulated seconds per point
     sim_warmup: float = 0.004
+    functional_seconds: float = 0.02                           # dfuct (functional fidelity): a longer span,
+    functional_warmup: float = 0.01                            # its 128-CN start-up takes ~0.01 s
     seed: int = 1
     timeout: float = 180.0
+    reuse_measured: bool = False                               # keep the last run's measured rows
 
     def validate(self) -> None:
         check(len(self.games) >= 1 and all(g in ("go", "loa") for g in self.games), "games", "go and/or loa")
@@ -140,8 +147,11 @@ def predict(cfg: Config, game: str, algo: str, on_point=None) -> list[dict]:
     rows = []
     for n in cfg.nodes:
         # the simulator plays Go's tree for the statistical fidelity's bookkeeping; the costs carry the domain
-        s = simulate(SimConfig(algo=algo, profile=cfg.profile, nodes=n, seconds=cfg.sim_seconds,
-                               warmup=cfg.sim_warmup, fidelity="statistical", game="go", board=9, seed=cfg.seed),
+        stat = algo in STATISTICAL
+        s = simulate(SimConfig(algo=algo, profile=cfg.profile, nodes=n,
+                               seconds=cfg.sim_seconds if stat else cfg.functional_seconds,
+                               warmup=cfg.sim_warmup if stat else cfg.functional_warmup,
+                               fidelity="statistical" if stat else "functional", game="go", board=9, seed=cfg.seed),
                      profile=prof)
         workers = n * prof.node.ranks_per_node * prof.node.workers_per_rank
         row = {"source": f"simulated ({cfg.profile})", "game": game, "algo": algo, "nodes": n,
@@ -154,6 +164,26 @@ def predict(cfg: Config, game: str, algo: str, on_point=None) -> list[dict]:
 
 
 def run(cfg: Config, out: Path):
+    kept = Path(out) / "measured.csv"
+    if cfg.reuse_measured:
+        if not kept.exists():
+            from model.errors import UserError
+
+            raise UserError(f"reuse_measured: no {kept} from an earlier run")
+        measured = pd.read_csv(kept)
+        print(f"  measured rows kept from {kept} ({len(measured)})", flush=True)
+    else:
+        measured = measure_all(cfg)
+    pred = []
+    for game in cfg.games:
+        for algo in [a for a in cfg.algos if a in PREDICTED]:
+            pred += predict(cfg, game, algo, lambda r: print(
+                f"  predicted {r['game']} {r['algo']} {r['nodes']} CNs: {r['pps']:.3g} PPS, busy {r['busy_frac']:.2f}",
+                flush=True))
+    return outcome(cfg, {"measured": measured, "bench16": bench_16core(), "predicted": pd.DataFrame(pred)})
+
+
+def measure_all(cfg: Config) -> pd.DataFrame:
     rows: list[dict] = []
     for game in cfg.games:
         r = measure_sequential(cfg, game)
@@ -170,14 +200,7 @@ def run(cfg: Config, out: Path):
                          "worker_cores": ranks, "error": str(e)[:200]}
                 rows.append({"source": "measured here", "game": game, "algo": algo, "ranks": ranks, **r})
                 print(f"  {game} {algo} {ranks} rank(s): {r['pps']:.0f} PPS, {r['nps']:.0f} NPS", flush=True)
-    measured = pd.DataFrame(rows)
-    pred = []
-    for game in cfg.games:
-        for algo in [a for a in cfg.algos if a in PREDICTED]:
-            pred += predict(cfg, game, algo, lambda r: print(
-                f"  predicted {r['game']} {r['algo']} {r['nodes']} CNs: {r['pps']:.3g} PPS, busy {r['busy_frac']:.2f}",
-                flush=True))
-    return outcome(cfg, {"measured": measured, "bench16": bench_16core(), "predicted": pd.DataFrame(pred)})
+    return pd.DataFrame(rows)
 
 
 COLORS = {"root": "#1f77b4", "leaf": "#ff7f0e", "tds": "#2ca02c", "dfuct": "#9467bd", "treesplit": "#d62728",
@@ -273,7 +296,8 @@ def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict
             parts.append(
                 f"Predicted PPS from {low} to {top} CNs grows " + ", ".join(f"{a} x{sp[a]:.0f}" for a in order)
                 + f" ({game}): as in seed 001, root parallelisation scales best and tds worst of the tree-sharing "
-                "methods (every simulation passes the root's owner), with treesplit in between.")
+                "methods (every simulation passes the root's owner), with treesplit in between"
+                + (f"; df-UCT x{sp['dfuct']:.0f}" if "dfuct" in sp else "") + ".")
             if sp.get("leaf", 99) < 2:
                 parts.append("Unlike seed 001, where leaf parallelisation's PPS grows up to 16 CNs, our leaf does not "
                              "scale: with our engine's costs the master's in-tree work per simulation (select + "
@@ -298,5 +322,5 @@ def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict
                      "parameter times PPS, so the NPS side of the comparison rests on the few measured points.")
     parts.append("Our per-package costs are our Python/numba engine's, not seed 001's Akka agents (no RDMA, heavier "
                  "serialisation), so absolute rates differ; the LOA prediction uses Go's tree shape with LOA's playout "
-                 "cost, and dfuct is measured but not predicted.")
+                 "cost, and dfuct is predicted by the functional fidelity (its roles run for real), the others statistically.")
     return " ".join(parts), summary

@@ -149,6 +149,18 @@ def test_algorithms_quick(run_cli, tmp_path):
     assert root.pps.iloc[-1] > 2 * root.pps.iloc[0]  # independent trees: PPS grows with the nodes
     assert len(pd.read_csv(tmp_path / "bench16.csv")) > 0  # the 16-core measurements are shown
     _report_ok(tmp_path, "algorithms")
+    # predicting again keeps the measured rows; dfuct (not in the statistical fidelity) runs functionally
+    m.loc[m.algo == "root", "pps"] = 12345.0
+    m.to_csv(tmp_path / "measured.csv", index=False)
+    r = run_cli("experiment", "algorithms", "--quick", "--out", str(tmp_path), "--param", "reuse_measured=true",
+                "--param", "algos=root,dfuct", timeout=360)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (pd.read_csv(tmp_path / "measured.csv").query("algo == 'root'").pps == 12345.0).all()
+    p = pd.read_csv(tmp_path / "predicted.csv")
+    assert set(p.algo) == {"root", "dfuct"} and (p[p.algo == "dfuct"].pps > 0).all()
+    r = run_cli("experiment", "algorithms", "--quick", "--out", str(tmp_path / "empty"), "--param",
+                "reuse_measured=true", timeout=120)
+    assert r.returncode == 2 and "no " in r.stderr and "measured.csv" in r.stderr
 
 
 @pytest.mark.mpi
