@@ -67,16 +67,21 @@ def point(cfg: Config, sims: int, s_par: int, out: Path) -> dict:
 
 def run(cfg: Config, out: Path):
     rows = []
+    partial = Path(out) / "points.partial.csv"
     tmp = Path(tempfile.mkdtemp(prefix="treesplit-parallel-degree-"))
     try:
         for n in cfg.sims:
             for p in cfg.s_par:
                 r = point(cfg, n, p, tmp / f"n{n}-p{p}")
                 rows.append(r)
+                # a long run that is cut keeps the points it finished, beside the last complete run's files
+                partial.parent.mkdir(parents=True, exist_ok=True)
+                pd.DataFrame(rows).to_csv(partial, index=False)
                 print(f"  N={n:>5} S_par={p:>4}: {r['wins']}/{r['games']} won, Elo {_fmt(r['elo'])} "
                       f"[{_fmt(r['elo_low'])}, {_fmt(r['elo_high'])}], {r['mean_game_seconds']:.1f} s/game", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    partial.unlink(missing_ok=True)
     return outcome(cfg, {"points": pd.DataFrame(rows)})
 
 
