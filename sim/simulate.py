@@ -24,7 +24,7 @@ FIDELITIES = ("functional", "statistical")
 PROFILE_TABLES = ("node", "network", "io", "costs", "messages")
 # Wall seconds per simulated work package on one core of the development machine (sim/benchmarks/sim.py
 # measures them); only used to tell the user beforehand roughly how long a run will take.
-WALL_PER_PACKAGE = {"functional": 45e-6, "statistical": 1.5e-6}  # bench sim, 2026-11-26 (the kernel)
+WALL_PER_PACKAGE = {"functional": 20e-6, "statistical": 1.5e-6}  # bench sim, 2026-11-26 (the kernel)
 
 
 @dataclass
@@ -34,7 +34,7 @@ class SimConfig:
     nodes: int = 1                  # search nodes (each holds profile.node.ranks_per_node search ranks)
     bcast_nodes: int | None = None  # None: the algorithm's default, 1 broadcast rank per bcast_ratio search ranks
     seconds: float = 0.1            # simulated seconds measured
-    warmup: float | None = None     # simulated seconds before measuring (None: 10 % of seconds)
+    warmup: float | None = None     # simulated seconds before measuring (None: default_warmup, set by prepare)
     fidelity: str = "functional"
     game: str = "pgame"
     board: int = 19
@@ -120,6 +120,8 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
     algo_params, game_fields, _, work_fields = split_keys(cfg.params)
     prof = profile or resolve_profile(cfg)
     uct, own = split_params(cfg.algo, algo_params)
+    if cfg.warmup is None:
+        cfg = dataclasses.replace(cfg, warmup=default_warmup(cfg, prof, own))
     rpn = prof.node.ranks_per_node
     M = cfg.nodes * rpn
     with_bcast = cfg.algo in ("treesplit", "hybrid")  # as the engine's DistributedConfig decides
@@ -187,6 +189,15 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
                       sample_rate=cfg.sample_rate, sample_interval=cfg.sample_interval,
                       bcast_peers=(lambda b: len(topo.in_peers(b))) if topo else None)
     return Prepared(cfg, prof, world, layout, roles, meta, writer, workload)
+
+
+def default_warmup(cfg: SimConfig, prof: Profile, own) -> float:
+    """10 % of the measured time, but at least two simulation lifetimes: a run starts with S_par
+    simulations at once, and until they have spread out (a simulation takes about `overload` sequential
+    simulation times, queued behind the others) the rates are a transient. On oculus at 32 nodes the
+    functional fidelity measured 0.001-0.01 s: 16 % below its steady rate (0.01-0.02 s)."""
+    seq = sum(prof.costs[k].mean for k in ("select", "playout", "update"))
+    return max(0.1 * cfg.seconds, 2.0 * getattr(own, "overload", 1) * seq)
 
 
 def resolve_profile(cfg: SimConfig) -> Profile:

@@ -2,15 +2,17 @@
 
 Nothing here runs a role. What a simulation does comes from a Workload (sim/workload.py): how many in-tree
 steps land on nodes that are not duplicated (each owned by a rank drawn uniformly, since ownership by hash
-is uniform), whether it expands, how many synchronisations it triggers. Costs and sizes come from the same
-machine profile and the network is the same LogGP model with a NIC per node.
+is uniform, except the shares of the first steps that go to a few hot nodes, workload.hot_steps), whether
+it expands, how many synchronisations it triggers. Costs and sizes come from the same machine profile and
+the network is the same LogGP model with a NIC per node.
 
 When a simulation starts, its whole path is booked at once on capacity timelines (sim/timeline.py): each
 rank's C-1 workers, each IO core and each node's NIC (send and receive side) is a pool whose used capacity
 is kept per time bin, so work can be booked ahead and out of order. A simulation's select steps, hops
-(MOVE), expansion, playout (forwarded as PLAYOUT_FWD when the rank's workers are booked too far ahead,
-seed 000 4.2.5), UPDATEs and the origin's final update are booked in order; the only event is its end,
-which starts the next simulation of its origin rank (S_par stays constant).
+(MOVE), expansion, playout (forwarded as PLAYOUT_FWD when more than K S_par/M MOVEs wait at the rank,
+seed 000 4.2.5: its recent MOVE rate times the time the simulation spent there), UPDATEs and the
+origin's final update are booked in order; the only event is its end, which starts the next simulation
+of its origin rank (S_par stays constant).
 
 The IO core: a message waits for the loop to notice it (a random phase of an iteration) and for the
 iteration that handles it, whose length is poll_base + poll_per_peer * peers stretched by the IO core's
@@ -56,15 +58,22 @@ from sim.profile import Profile
 from sim.runtime import Cluster, RunResult, TraceSink
 from sim.timeline import Pool
 from sim.statistical_kernel import LOAD_WINDOW, NIC_BOOK
-from sim.workload import Workload
+from sim.workload import Workload, hot_rank
 
 ALGOS = ("treesplit", "tds", "root", "leaf", "hybrid")  # StatWorld's; ReferenceStatWorld has the first four
+
+
+def hot_tables(workload: Workload, seed: int, ranks: int) -> list[tuple[list[float], list[int]]]:
+    """Per remote step with hot nodes: their cumulative shares and their ranks among `ranks` (by hash)."""
+    return [(np.cumsum(shares).tolist(), [hot_rank(seed, k, j, ranks) for j in range(len(shares))])
+            for k, shares in enumerate(workload.hot_steps)]
 
 
 class _Rank:
     __slots__ = ("rid", "node", "workers", "io", "loop", "iter", "lam", "n_msgs", "poll", "iters", "mark_work",
                  "mark_msgs", "msgs_out", "bytes_out", "msgs_in", "pkgs", "sims_done", "playouts", "nodes",
-                 "sims_started", "sync_acc", "done_local", "rr", "windows", "merged", "busy_mark", "idle_p")
+                 "sims_started", "sync_acc", "done_local", "rr", "windows", "merged", "busy_mark", "idle_p",
+                 "moves_in", "mark_moves", "move_lam")
 
     def __init__(self, rid: int, node: int, workers: int, loop: float, h: float, h_workers: float):
         self.rid, self.node = rid, node
@@ -90,6 +99,8 @@ class _Rank:
         self.windows: dict[int, list] = {}  # broadcast rank: window -> [fwd {(origin, dim): nodes}, deliver]
         self.merged = 0
         self.busy_mark = 0.0
+        self.moves_in = self.mark_moves = 0  # MOVEs received, and the count at the last load estimate
+        self.move_lam = 0.0                  # recent MOVEs per second received
 
 
 class ReferenceStatWorld:
@@ -111,6 +122,7 @@ class ReferenceStatWorld:
         self.samplers = {k: Sampler(d, np.random.default_rng([seed, i]))
                          for i, (k, d) in enumerate(sorted(profile.costs.items()))}
         self.remote = Sampler(workload.remote_steps, np.random.default_rng([seed, 99]))
+        self.hot = hot_tables(workload, seed, M)
         self.trace = TraceSink(trace_writer, sample_rate) if trace_writer is not None else None
         self.sample_interval = sample_interval
         topo = None
@@ -145,11 +157,9 @@ class ReferenceStatWorld:
         self.forward = (getattr(params, "forward_playouts", True) and M > 1 and W > 0
                         and algo in ("treesplit", "tds"))
         self.per_package = io.per_package  # the role's bookkeeping after each package, on the same core
-        c = profile.costs
-        sim_work = c["select"].mean + c["playout"].mean + c["update"].mean
-        # S_par/M simulations per rank keep each worker's queue about `overload` simulations long; a rank
-        # with K times its share waiting is overloaded (4.2.5): forward when the wait is that long
-        self.forward_wait = getattr(params, "balance_k", 1.2) * params.overload * sim_work
+        # S_par/M = W * overload simulations per rank; a rank where K times that many MOVEs wait is
+        # overloaded (4.2.5): forward its playouts (model/roles/treesplit.py's balance_limit)
+        self.forward_held = getattr(params, "balance_k", 1.2) * params.overload * max(W, 1)
         self.bcast_delay = max(1e-6, float(getattr(params, "bcast_delay", 1e-3)))
         self.merge_every = int(getattr(params, "merge_every", 256))
         self.merge_depth = int(getattr(params, "merge_depth", 1))
@@ -260,6 +270,8 @@ class ReferenceStatWorld:
                              sim_id * self.G + j % self.G if sim_id >= 0 else -1)
         d = self.ranks[dst]
         d.msgs_in += count
+        if kind == "MOVE":
+            d.moves_in += count
         return self._io(d, t_arr, base + nbytes * (pb + (self._spb if stats else 0.0)))
 
     # --- simulations -------------------------------------------------------------------------------------
@@ -284,8 +296,8 @@ class ReferenceStatWorld:
         cur = origin.rid if self.algo == "treesplit" else 0
         plan = [cur]
         steps = {cur}
-        for _ in range(int(self.remote.next() + 0.5)):
-            nxt = int(rnd() * M)
+        for step in range(int(self.remote.next() + 0.5)):
+            nxt = self._step_rank(step)
             if nxt != cur:
                 plan.append(nxt)
                 cur = nxt
@@ -296,22 +308,23 @@ class ReferenceStatWorld:
             t = self.msg(origin, t, plan[0], "MOVE", self.b["MOVE"], sid)
             r = ranks[plan[0]]
         last = len(plan) - 1
+        t_here = t
         for k, rid in enumerate(plan):
             if k:
                 t = self.msg(r, t, rid, "MOVE", self.b["MOVE"], sid)
                 r = ranks[rid]
+            t_here = t
             t = self.work(r, t, s["select"].next(), "select", sid)
             if k < last:
                 continue
             if rnd() < self.workload.expands_per_sim:
                 t = self.work(r, t, s["expand"].next(), "expand", sid)
-        if self.forward:
-            start, _ = r.workers.book(t, 0.0)
-            if start - t > self.forward_wait:
-                dst = int(rnd() * (M - 1))
-                dst += dst >= r.rid
-                t = self.msg(r, t, dst, "PLAYOUT_FWD", self.b["PLAYOUT_FWD"], sid)
-                r = ranks[dst]
+        # forward while more than K S_par/M MOVEs wait here (Little's law: MOVE rate x time spent here)
+        if self.forward and r.move_lam * (t - t_here) > self.forward_held:
+            dst = int(rnd() * (M - 1))
+            dst += dst >= r.rid
+            t = self.msg(r, t, dst, "PLAYOUT_FWD", self.b["PLAYOUT_FWD"], sid)
+            r = ranks[dst]
         t = self.work(r, t, s["playout"].next(), "playout", sid)
         r.playouts += self.G
         t_done = t
@@ -324,6 +337,18 @@ class ReferenceStatWorld:
             if d == origin.rid:
                 t_done = end
         self.at(t_done, self._sim_done, origin)
+
+    def _step_rank(self, step: int) -> int:
+        """The rank of a simulation's remote step `step`: one of that step's hot nodes', else uniform."""
+        u = self.rng.random()
+        if step < len(self.hot):
+            cum, ranks = self.hot[step]
+            for c, r in zip(cum, ranks):
+                if u < c:
+                    return r
+            if cum:
+                u = (u - cum[-1]) / (1.0 - cum[-1]) if cum[-1] < 1.0 else 0.0
+        return int(u * self.M)
 
     def _sim_done(self, r: _Rank) -> None:
         t = self.now
@@ -464,6 +489,8 @@ class ReferenceStatWorld:
             rho = min(0.95, (work - r.mark_work) / LOAD_WINDOW)
             r.lam = (r.n_msgs - r.mark_msgs) / LOAD_WINDOW
             r.mark_work, r.mark_msgs = work, r.n_msgs
+            r.move_lam = (r.moves_in - r.mark_moves) / LOAD_WINDOW
+            r.mark_moves = r.moves_in
             r.iter = r.loop / (1.0 - rho)
             # busy: handling (rho) or polling in iterations that handle something (lam of them, shared)
             r.idle_p = max(0.0, 1.0 - rho - r.lam * r.loop)
@@ -597,7 +624,6 @@ class StatWorld:
         forward = (getattr(params, "forward_playouts", True) and Mg > 1 and W > 0
                    and algo in ("treesplit", "tds", "hybrid"))
         c = profile.costs
-        sim_work = c["select"].mean + c["playout"].mean + c["update"].mean
         self._select_mean = c["select"].mean
         dists = [c[k] for k in K.PKG_KINDS] + [workload.remote_steps]
         Q = max([len(d.quantiles) for d in dists] + [2])
@@ -608,7 +634,8 @@ class StatWorld:
         heap = max(self.s_par, self.per_rank * M) + B + 8
         nw = (workload.dup_nodes + 63) // 64
         self._dims = {"P": P, "R": R, "Wm": max(W, 1), "Q": Q, "heap": heap, "rows": rows, "M": max(M, 1), "B": B,
-                      "cl": max(1, sum(len(x) for x in clients)), "Bx": Bx, "nw": nw}
+                      "cl": max(1, sum(len(x) for x in clients)), "Bx": Bx, "nw": nw,
+                      "hk": max(1, len(workload.hot_steps)), "hw": max([1] + [len(x) for x in workload.hot_steps])}
         self.F, self.I, self.U = K.allocate(self._shapes())
         F, I, U, v = self.F, self.I, self.U, self._views()
         I[K.H_NW], I[K.H_BX], I[K.H_Q], I[K.H_HEAP], I[K.H_ROWS], I[K.H_WM] = nw, Bx, Q, heap, rows, max(W, 1)
@@ -627,7 +654,7 @@ class StatWorld:
         F[K.C_OPM], F[K.C_PERPKG] = net.overhead + io.per_message, io.per_package
         # S_par/M simulations per rank keep each worker's queue about `overload` simulations long; a rank
         # with K times its share waiting is overloaded (4.2.5): forward when the wait is that long
-        F[K.C_FWAIT] = getattr(params, "balance_k", 1.2) * params.overload * sim_work
+        F[K.C_FHELD] = getattr(params, "balance_k", 1.2) * params.overload * max(W, 1)
         F[K.C_DELAY] = max(1e-6, float(getattr(params, "bcast_delay", 1e-3)))
         F[K.C_EXPANDS], F[K.C_SYNCS], F[K.C_NODES] = (workload.expands_per_sim, workload.syncs_per_sim,
                                                       workload.nodes_per_sim)
@@ -643,6 +670,7 @@ class StatWorld:
         I[K.I_TRACE] = int(trace_writer is not None)
         I[K.I_TRACE_ALL] = int(sample_rate >= 1.0)
         I[K.I_R], I[K.I_NODES], I[K.I_GROUPS] = R, N, groups
+        I[K.I_HOT_STEPS], I[K.I_HOT_W] = len(workload.hot_steps), self._dims["hw"]
         U[0] = new_rng(seed)[0]
 
         v["mb"][:] = [profile.message_bytes(k) for k in K.MSG_KINDS]
@@ -658,6 +686,10 @@ class StatWorld:
             v["clp"][1:] = np.cumsum([len(x) for x in clients])
             v["cll"][:v["clp"][-1]] = [c for x in clients for c in x]
         v["blast"][:] = -1
+        for k, (cum, hr) in enumerate(hot_tables(workload, seed, Mg)):
+            v["hn"][k] = len(cum)
+            v["hp"][k, :len(cum)] = cum
+            v["hr"][k, :len(cum)] = hr
         for i, d in enumerate(dists):
             if d.dist == "const":
                 v["dk"][i], v["dp"][i, 0] = K.DIST_CONST, d.value
@@ -684,7 +716,8 @@ class StatWorld:
                 "dpr": (nd, d["Q"]), "ht": (heap,), "tpf": (rows, 2), "tmf": (rows, 2), "mb": (len(K.MSG_KINDS),),
                 "pi": (P, 2), "ri": (R, K.N_RI), "node": (R,), "part": (d["M"],), "clp": (d["B"] + 1,),
                 "cll": (d["cl"],), "blast": (d["Bx"],), "hs": (heap,), "hk": (heap,), "ha": (heap,), "dk": (nd,),
-                "dn": (nd,), "tpi": (rows, 4), "tmi": (rows, 5)}
+                "dn": (nd,), "tpi": (rows, 4), "tmi": (rows, 5), "hp": (d["hk"], d["hw"]), "hr": (d["hk"], d["hw"]),
+                "hn": (d["hk"],)}
 
     def _views(self) -> dict[str, np.ndarray]:
         return K.views(self.F, self.I, self.U, self._shapes())

@@ -44,21 +44,22 @@ ST_DONE, ST_TRACE = range(2)
 # I: header of block offsets and sizes
 (H_PF, H_RF, H_SLOT, H_DP, H_DQ, H_DPR, H_HT, H_TPF, H_TMF,
  H_MB, H_PI, H_RI, H_NODE, H_PART, H_CLP, H_CLL, H_BLAST, H_HS, H_HK, H_HA, H_DK, H_DN, H_TPI, H_TMI,
- H_NW, H_BX, H_Q, H_HEAP, H_ROWS, H_WM) = range(30)
-NH = 30
+ H_NW, H_BX, H_Q, H_HEAP, H_ROWS, H_WM, H_HP, H_HR, H_HN) = range(33)
+NH = 33
 # I: integer settings, then globals
 (I_ALGO, I_M, I_B, I_W, I_G, I_VIA_IO, I_FORWARD, I_MERGE_EVERY, I_MERGE_DEPTH, I_DUP, I_TK, I_TN, I_TM, I_TRACE,
- I_TRACE_ALL, I_R, I_NODES, I_GROUPS) = range(NH, NH + 18)
-(G_HN, G_SEQ, G_NEXT_SIM, G_EVENTS, G_TCOUNT, G_PKN, G_MSGN) = range(NH + 18, NH + 25)
-N_IHEAD = NH + 25
+ I_TRACE_ALL, I_R, I_NODES, I_GROUPS, I_HOT_STEPS, I_HOT_W) = range(NH, NH + 20)
+(G_HN, G_SEQ, G_NEXT_SIM, G_EVENTS, G_TCOUNT, G_PKN, G_MSGN) = range(NH + 20, NH + 27)
+N_IHEAD = NH + 27
 # F: float settings, then the clock
-(C_O, C_PM, C_PB, C_SPB, C_L, C_GAP, C_GPB, C_EAGER, C_SHML, C_SHMG, C_NAP, C_OPM, C_PERPKG, C_FWAIT, C_DELAY,
+(C_O, C_PM, C_PB, C_SPB, C_L, C_GAP, C_GPB, C_EAGER, C_SHML, C_SHMG, C_NAP, C_OPM, C_PERPKG, C_FHELD, C_DELAY,
  C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_NOW) = range(20)
 N_FHEAD = 20
 N_UHEAD = 1  # U: the random generator's state (model/rng.py: U[0])
 # rf columns (per-rank floats)
-RF_LOOP, RF_ITER, RF_LAM, RF_IDLE, RF_POLL, RF_ITERS, RF_MARK_WORK, RF_SYNC_ACC = range(8)
-N_RF = 8
+(RF_LOOP, RF_ITER, RF_LAM, RF_IDLE, RF_POLL, RF_ITERS, RF_MARK_WORK, RF_SYNC_ACC, RF_MOVES_IN, RF_MARK_MOVES,
+ RF_MOVE_LAM) = range(11)
+N_RF = 11
 # ri columns (per-rank ints), then messages out per kind, then packages per kind
 (RI_NMSGS, RI_MARK_MSGS, RI_BYTES_OUT, RI_MSGS_IN, RI_SIMS_DONE, RI_PLAYOUTS, RI_NODES, RI_STARTED, RI_DONE_LOCAL,
  RI_RR, RI_MERGED, RI_W) = range(12)
@@ -76,6 +77,7 @@ BLOCKS = {
     "mb": ("I", H_MB), "pi": ("I", H_PI), "ri": ("I", H_RI), "node": ("I", H_NODE), "part": ("I", H_PART),
     "clp": ("I", H_CLP), "cll": ("I", H_CLL), "blast": ("I", H_BLAST), "hs": ("I", H_HS), "hk": ("I", H_HK),
     "ha": ("I", H_HA), "dk": ("I", H_DK), "dn": ("I", H_DN), "tpi": ("I", H_TPI), "tmi": ("I", H_TMI),
+    "hp": ("F", H_HP), "hr": ("I", H_HR), "hn": ("I", H_HN),  # hot steps: cumulative shares, ranks, counts
 }
 _HEAD = {"F": N_FHEAD, "I": N_IHEAD, "U": N_UHEAD}
 _DTYPE = {"F": np.float64, "I": np.int64, "U": np.uint64}
@@ -464,10 +466,29 @@ def _msg(F, I, U, UL, NL, r, t, dst, kind, nbytes, sim_id, stats, count):
             I[o + 4] = sim_id * G + j % G if sim_id >= 0 else -1
             I[G_MSGN] = n + 1
     I[I[H_RI] + dst * N_RI + RI_MSGS_IN] += count
+    if kind == M_MOVE:
+        F[I[H_RF] + dst * N_RF + RF_MOVES_IN] += count
     return _io(F, I, U, UL, NL, dst, t_arr, base + nbytes * (pb + (F[C_SPB] if stats else 0.0)))
 
 
 # --- simulations -------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _step_rank(F, I, U, step, Mg):
+    """The rank (within the group) of a simulation's remote step `step`: one of that step's hot nodes'
+    (workload.hot_steps), else uniform."""
+    u = _rand(U)
+    if step < I[I_HOT_STEPS]:
+        W = I[I_HOT_W]
+        n = I[I[H_HN] + step]
+        for j in range(n):
+            if u < F[I[H_HP] + step * W + j]:
+                return I[I[H_HR] + step * W + j]
+        if n:  # the rest of the step is uniform: rescale u to [0, 1)
+            c = F[I[H_HP] + step * W + n - 1]
+            u = (u - c) / (1.0 - c) if c < 1.0 else 0.0
+    return int(u * Mg)
+
+
 @njit(cache=True, nogil=True)
 def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
     M = I[I_M]
@@ -483,8 +504,8 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
     s0 = n_remote + 1
     plan[s0] = cur
     n_steps = 1
-    for _ in range(n_remote):
-        nxt = g0 + int(_rand(U) * Mg)
+    for step in range(n_remote):
+        nxt = g0 + _step_rank(F, I, U, step, Mg)
         if nxt != cur:
             plan[n_plan] = nxt
             n_plan += 1
@@ -516,24 +537,27 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
         t = _msg(F, I, U, UL, NL, origin, t, plan[0], M_MOVE, I[mb + M_MOVE], sid, False, 1)
         r = plan[0]
     last = n_plan - 1
+    t_here = t
     for k in range(n_plan):
         rid = plan[k]
         if k:
             t = _msg(F, I, U, UL, NL, r, t, rid, M_MOVE, I[mb + M_MOVE], sid, False, 1)
             r = rid
+        t_here = t
         t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
         if k < last:
             continue
         if _rand(U) < F[C_EXPANDS]:
             t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_EXPAND), P_EXPAND, sid)
-    if I[I_FORWARD]:
-        start = pool_book(F, I, UL, NL, I[I_R] + r, t, 0.0, 1)[0]
-        if start - t > F[C_FWAIT]:
-            dst = g0 + int(_rand(U) * (Mg - 1))
-            if dst >= r:
-                dst += 1
-            t = _msg(F, I, U, UL, NL, r, t, dst, M_FWD, I[mb + M_FWD], sid, False, 1)
-            r = dst
+    # the role forwards the playout while more than K S_par/M MOVEs wait at the rank for their select: by
+    # Little's law, its recent MOVE rate times the time this simulation took there (its whole path is
+    # booked at once, so the backlog it waited behind is behind it now)
+    if I[I_FORWARD] and F[I[H_RF] + r * N_RF + RF_MOVE_LAM] * (t - t_here) > F[C_FHELD]:
+        dst = g0 + int(_rand(U) * (Mg - 1))
+        if dst >= r:
+            dst += 1
+        t = _msg(F, I, U, UL, NL, r, t, dst, M_FWD, I[mb + M_FWD], sid, False, 1)
+        r = dst
     t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
     I[I[H_RI] + r * N_RI + RI_PLAYOUTS] += G
     t_done = t
@@ -846,6 +870,8 @@ def _load(F, I, U, UL, NL, WU, WI):
         lam = (I[ri + RI_NMSGS] - I[ri + RI_MARK_MSGS]) / LOAD_WINDOW
         F[o + RF_LAM] = lam
         F[o + RF_MARK_WORK] = work
+        F[o + RF_MOVE_LAM] = (F[o + RF_MOVES_IN] - F[o + RF_MARK_MOVES]) / LOAD_WINDOW
+        F[o + RF_MARK_MOVES] = F[o + RF_MOVES_IN]
         I[ri + RI_MARK_MSGS] = I[ri + RI_NMSGS]
         F[o + RF_ITER] = F[o + RF_LOOP] / (1.0 - rho)
         idle = 1.0 - rho - lam * F[o + RF_LOOP]  # busy: handling, or polling in iterations that handle

@@ -11,6 +11,13 @@ fidelity draws them instead, from a Workload fitted to a trace (an engine trace 
     syncs_per_sim   SYNC messages a search rank sends per simulation it completes (treesplit, root)
     nodes_per_sim   tree nodes created per simulation (NPS)
     dup_nodes       how many shared nodes synchronisation messages are about (merging at broadcast ranks)
+    hot_steps       per remote step k (k = 0, 1, ..): the shares of the simulations that step to each of
+                    that step's hottest nodes. The first steps below the duplicated top of the tree are at
+                    few nodes (UCT sends most simulations to the best children), each on one rank; those
+                    ranks get that share of the cluster's steps whatever M is, which is what saturates
+                    them as ranks are added. Each hot node's rank is drawn by hash (per run seed); the rest
+                    of the step is uniform. From a trace: the k-th MOVE's destination shares above 2/M.
+                    Empty: every step uniform (a developed tree, its hot nodes duplicated).
 
 The defaults are a 19x19 game near move 10 (seed 000 4.3.2); they are a starting point, not a measurement.
 """
@@ -36,6 +43,7 @@ class Workload:
     syncs_per_sim: float = 0.25
     nodes_per_sim: float = 1.0
     dup_nodes: int = 64
+    hot_steps: tuple[tuple[float, ...], ...] = ()
     source: str = "defaults"
 
     def validate(self) -> None:
@@ -43,11 +51,30 @@ class Workload:
             v = getattr(self, f)
             check(math.isfinite(v) and v >= 0, f"workload.{f}", f"must be >= 0, got {v!r}")
         check(self.dup_nodes >= 1, "workload.dup_nodes", "must be >= 1")
+        check(len(self.hot_steps) <= MAX_HOT_STEPS, "workload.hot_steps", f"at most {MAX_HOT_STEPS} steps")
+        for k, shares in enumerate(self.hot_steps):
+            check(len(shares) <= MAX_HOT_NODES, "workload.hot_steps", f"step {k}: at most {MAX_HOT_NODES} nodes")
+            check(all(math.isfinite(x) and x >= 0 for x in shares) and sum(shares) <= 1.0 + 1e-9,
+                  "workload.hot_steps", f"step {k}: shares must be >= 0 and sum to at most 1, got {list(shares)}")
 
     def to_toml(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["remote_steps"] = self.remote_steps.to_toml()
+        d["hot_steps"] = [list(x) for x in self.hot_steps]
         return d
+
+
+MAX_HOT_STEPS = 4   # remote steps with hot nodes (deeper steps spread over many nodes)
+MAX_HOT_NODES = 16  # hot nodes per step
+
+
+def hot_rank(seed: int, step: int, node: int, ranks: int) -> int:
+    """The rank (0 .. ranks-1) that owns hot node `node` of remote step `step`: a hash, as ownership is."""
+    x = (seed * 0x9E3779B97F4A7C15 + (step * MAX_HOT_NODES + node + 1) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
+    x ^= x >> 31
+    x = (x * 0x94D049BB133111EB) & (2**64 - 1)
+    x ^= x >> 29
+    return int(x % ranks)
 
 
 DEFAULTS: dict[str, Workload] = {
@@ -70,6 +97,12 @@ def workload_from_dict(data: dict[str, Any], where: str = "workload") -> Workloa
     if "remote_steps" not in d:
         raise ConfigError(f"{where}.remote_steps: missing")
     d["remote_steps"] = parse_distribution(f"{where}.remote_steps", d["remote_steps"])
+    if "hot_steps" in d:
+        hs = d["hot_steps"]
+        try:
+            d["hot_steps"] = tuple(tuple(float(x) for x in step) for step in hs)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where}.hot_steps: expected a list of lists of shares, got {hs!r}") from None
     known = {f.name for f in dataclasses.fields(Workload)}
     for k in d:
         if k not in known:
@@ -98,13 +131,16 @@ def fit_workload(trace) -> Workload:
     n_sims = len(sims)
     base = default_workload(algo) if algo in DEFAULTS else DEFAULTS["treesplit"]
     if M > 1 and not ms.empty:
-        moves = ms[(ms["kind"] == "MOVE") & ms["sim_id"].isin(sims)].groupby("sim_id").size()
-        hops = moves.reindex(sims, fill_value=0).to_numpy(dtype=np.float64)
-        remote = fit_distribution(hops * M / (M - 1))
+        remote = _fit_remote_steps(pk, ms, sims, M)
     else:
         remote = base.remote_steps
+    hot: tuple[tuple[float, ...], ...] = ()
+    if M > 1 and not ms.empty and algo in ("treesplit", "hybrid"):  # tds's first step is the root's owner
+        hot = _fit_hot_steps(ms, M)
     expands = float(pk.loc[pk["sim_id"].isin(sims), "kind"].eq("expand").sum())
-    syncs = float(ms["kind"].eq("SYNC").sum()) if not ms.empty else 0.0
+    # the search ranks' SYNCs: broadcast ranks pass them on as SYNCs too, which the model makes itself
+    n_search = int(meta.get("ranks", {}).get("search", 1))
+    syncs = float((ms["kind"].eq("SYNC") & (ms["src"] < n_search)).sum()) if not ms.empty else 0.0
     rate = float(meta.get("sample_rate", 1.0) or 1.0)
     # packages are sampled by simulation and SYNC messages (no simulation) by count, at the same rate
     syncs_per_sim = syncs / n_sims
@@ -116,7 +152,56 @@ def fit_workload(trace) -> Workload:
             nodes_per_sim = float(last["nodes_stored"].sum()) / done
             syncs_per_sim = syncs / (done * rate)
     w = Workload(remote_steps=remote, expands_per_sim=expands / n_sims, syncs_per_sim=syncs_per_sim,
-                 nodes_per_sim=nodes_per_sim, dup_nodes=base.dup_nodes,
+                 nodes_per_sim=nodes_per_sim, dup_nodes=base.dup_nodes, hot_steps=hot,
                  source=f"fitted from trace {trace.path.name} ({algo}, M={M}, {n_sims} simulations)")
     w.validate()
     return w
+
+
+def _fit_remote_steps(pk, ms, sims, M: int) -> Distribution:
+    """Remote steps per simulation: the shape from the finished simulations' hops, the mean from the rates
+    in the trace's second half (MOVEs sent / simulations started). Finished simulations alone are biased
+    to short paths: the long ones started near the end are still in flight when the trace ends (at 32 oculus
+    nodes, 2.3 hops per finished simulation against 3.0 per simulation in the steady state)."""
+    mine = pk[pk["sim_id"] >= 0]
+    start = mine.groupby("sim_id")["t_start"].min()
+    t0, t1 = float(start.min()), float(pk["t_end"].max())
+    late = start.index[start.to_numpy() >= t0 + 0.25 * (t1 - t0)]
+    use = np.intersect1d(sims, late) if len(np.intersect1d(sims, late)) >= 50 else sims
+    mv = ms[(ms["kind"] == "MOVE") & (ms["sim_id"] >= 0)]
+    hops = mv[mv["sim_id"].isin(use)].groupby("sim_id").size().reindex(use, fill_value=0).to_numpy(np.float64)
+    dist = fit_distribution(hops * M / (M - 1))
+    mid = t0 + 0.5 * (t1 - t0)
+    started = int((start.to_numpy() >= mid).sum())
+    if started >= 50 and hops.mean() > 0:
+        rate = float((mv["t_send"] >= mid).sum()) / started
+        dist = dist.scaled(rate / float(hops.mean()))
+    return dist
+
+
+def _fit_hot_steps(ms, M: int) -> tuple[tuple[float, ...], ...]:
+    """Per remote step k, the shares of the hottest nodes: the k-th MOVE's destinations (ranks within a
+    simulation's group of M) that take more than 2/M of that step, less the uniform background. Ranks
+    stand for nodes: two hot nodes on one rank count as one, which matters little where M is not small."""
+    # every traced simulation's MOVEs, finished or not: the ones still queued at a hot rank when the trace
+    # ends are the hot ranks' share too
+    mv = ms[(ms["kind"] == "MOVE") & (ms["sim_id"] >= 0)].sort_values(["sim_id", "t_send"])
+    if mv.empty:
+        return ()
+    k = mv.groupby("sim_id").cumcount().to_numpy()
+    dst = mv["dst"].to_numpy() % M
+    out = []
+    for step in range(MAX_HOT_STEPS):
+        d = dst[k == step]
+        if len(d) < 20 * M:  # too few to tell a hot rank from noise
+            break
+        share = np.sort(np.bincount(d, minlength=M) / len(d))[::-1]
+        n_hot = min(MAX_HOT_NODES, int((share > 2.0 / M).sum()))
+        if n_hot == 0:
+            out.append(())
+            continue
+        background = (1.0 - share[:n_hot].sum()) / (M - n_hot)
+        out.append(tuple(round(float(x - background), 4) for x in share[:n_hot]))
+    while out and not out[-1]:
+        out.pop()
+    return tuple(out)

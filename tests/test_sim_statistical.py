@@ -8,7 +8,7 @@ import pytest
 from model.trace import read_trace
 from sim.predict import sweep
 from sim.simulate import SimConfig, prepare, simulate
-from sim.workload import fit_workload, workload_from_dict
+from sim.workload import fit_workload, hot_rank, workload_from_dict
 
 
 def test_statistical_trace_is_consistent(tmp_path):
@@ -38,6 +38,48 @@ def test_statistical_agrees_roughly_with_functional(tmp_path):
     assert stat["wall_s"] / stat["sims"] < fun["wall_s"] / fun["sims"]
 
 
+def test_statistical_agrees_with_functional_at_4_nodes(tmp_path):
+    """4(+1) oculus nodes with the default warm-up: the statistical fidelity, with the built-in workload
+    and with one fitted on the functional run's own trace, gives the functional fidelity's figures."""
+    base = SimConfig(algo="treesplit", nodes=4, seconds=0.02)
+    fun = simulate(dataclasses.replace(base, fidelity="functional", trace=str(tmp_path)))
+    for workload in (None, str(tmp_path)):
+        stat = simulate(dataclasses.replace(base, fidelity="statistical", workload=workload))
+        for key, tol in (("sims_per_s", 0.15), ("busy_frac", 0.15), ("hops_per_sim", 0.2), ("messages_per_sim", 0.25)):
+            assert stat[key] == pytest.approx(fun[key], rel=tol), (workload, key)
+
+
+def test_default_warmup_outlasts_the_start():
+    """All S_par simulations start at once; the default warm-up lasts at least two of their lifetimes."""
+    from model.roles.params import SearchParams
+
+    p = prepare(SimConfig(nodes=1, seconds=0.01, fidelity="statistical"))
+    seq = sum(p.profile.costs[k].mean for k in ("select", "playout", "update"))
+    assert p.cfg.warmup >= 2 * SearchParams().overload * seq > 0.1 * 0.01
+    assert prepare(SimConfig(nodes=1, seconds=1.0, fidelity="statistical")).cfg.warmup == pytest.approx(0.1)
+    assert prepare(SimConfig(nodes=1, seconds=0.01, warmup=0.0, fidelity="statistical")).cfg.warmup == 0.0
+
+
+def test_hot_steps_load_their_ranks_and_fit_back(tmp_path):
+    """workload.hot_steps sends that share of first steps to one rank; a trace of it fits back to the same
+    share and to the remote steps it was drawn with (not fewer: long simulations still in flight count)."""
+    base = SimConfig(nodes=8, seconds=0.01, fidelity="statistical")
+    even = simulate(base)
+    hot = simulate(dataclasses.replace(base, trace=str(tmp_path), params={"workload.hot_steps": "[[0.5]]"}))
+    assert hot["sims_per_s"] < even["sims_per_s"] and hot["busy_frac"] < even["busy_frac"]
+    tr = read_trace(tmp_path)
+    mv = tr.messages[tr.messages["kind"] == "MOVE"].sort_values(["sim_id", "t_send"])
+    first = mv.groupby("sim_id").first()
+    M = tr.meta["ranks"]["search"]
+    share = (first["dst"] == hot_rank(0, 0, 0, M)).mean()
+    assert share == pytest.approx(0.5 + 0.5 / M, abs=0.06)
+    # the hot rank is overloaded: it forwards playouts (4.2.5)
+    assert hot["messages_by_kind_per_s"].get("PLAYOUT_FWD", 0) > even["messages_by_kind_per_s"].get("PLAYOUT_FWD", 0)
+    w = fit_workload(tr)
+    assert w.hot_steps and w.hot_steps[0][0] == pytest.approx(0.5, abs=0.08)
+    assert w.remote_steps.mean == pytest.approx(prepare(base).workload.remote_steps.mean, rel=0.15)
+
+
 def test_workload_overrides_and_validation():
     from model.errors import ConfigError
 
@@ -46,6 +88,10 @@ def test_workload_overrides_and_validation():
     assert s1["hops_per_sim"] < 0.5 < 2.5 < s2["hops_per_sim"]
     with pytest.raises(ConfigError, match="workload.syncs_per_sim"):
         workload_from_dict({"remote_steps": 1, "syncs_per_sim": -1})
+    with pytest.raises(ConfigError, match="workload.hot_steps"):
+        workload_from_dict({"remote_steps": 1, "hot_steps": [[0.7, 0.6]]})
+    with pytest.raises(ConfigError, match="workload.hot_steps"):
+        workload_from_dict({"remote_steps": 1, "hot_steps": "hot"})
     with pytest.raises(ConfigError, match="drain"):
         prepare(SimConfig(fidelity="statistical", drain=True))
 

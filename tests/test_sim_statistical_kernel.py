@@ -29,6 +29,7 @@ def _means(cfg: SimConfig, reference: bool, seeds: int, keys) -> dict:
 
 @pytest.mark.parametrize("algo,nodes,params", [
     ("treesplit", 4, {}),
+    ("treesplit", 4, {"workload.hot_steps": "[[0.4, 0.2], [0.1]]"}),
     ("tds", 2, {}),
     ("root", 2, {"merge_every": 16}),
     ("leaf", 2, {}),

@@ -18,7 +18,8 @@ def add_run_options(p: argparse.ArgumentParser, nodes_help: str) -> None:
                    help="broadcast nodes (default: 1 broadcast rank per 4 search ranks for treesplit, else 0)")
     p.add_argument("--seconds", type=float, default=None,
                    help="simulated seconds to measure (default: 0.1 for simulate, 0.02 per point for predict)")
-    p.add_argument("--warmup", type=float, default=None, help="simulated seconds before measuring (default 10%%)")
+    p.add_argument("--warmup", type=float, default=None,
+                   help="simulated seconds before measuring (default: 10%%, at least two simulation lifetimes)")
     p.add_argument("--fidelity", choices=("functional", "statistical"), default=None,
                    help="functional: model/'s roles run for real; statistical: drawn from a fitted workload, "
                         "~25x cheaper at 128 nodes (default: functional for simulate, statistical for predict)")
@@ -107,6 +108,7 @@ def main(args) -> int:
         raise UserError("--nodes: simulate takes one node count (treesplit predict sweeps several)")
     cfg = config_from_args(args, nodes[0], 0.1, "functional")
     prep = prepare(cfg)
+    cfg = prep.cfg  # with the default warm-up filled in
     est = estimate_wall(cfg, prep.profile)
     print(f"simulating {cfg.warmup_s + cfg.seconds:.3g} s of {cfg.algo} on {cfg.nodes} nodes "
           f"({prep.layout.search_ranks}+{prep.layout.bcast_ranks} ranks, profile {prep.profile.name}, "
