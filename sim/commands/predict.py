@@ -30,6 +30,12 @@ def main(args) -> int:
 
     prepare(dataclasses.replace(base, nodes=nodes[0], seconds=1e-6, warmup=0.0))
     prof = resolve_profile(base)
+    if base.warmup is None:  # the default warm-up depends on the profile: say the one every point will use
+        from model.roles import split_params
+        from sim.simulate import default_warmup, split_keys
+
+        own = split_params(base.algo, split_keys(base.params)[0])[1]
+        base = dataclasses.replace(base, warmup=default_warmup(base, prof, own))
     est = sum(estimate_wall(dataclasses.replace(base, nodes=n), prof) for n in nodes)
     print(f"predicting {base.algo} on {base.profile} at nodes {','.join(map(str, nodes))} ({base.fidelity}, "
           f"{base.warmup_s + base.seconds:.3g} simulated s each); estimated wall time {format_estimate(est)}",
