@@ -1,4 +1,8 @@
-"""The virtual runtime: ranks of hosted roles as SimPy processes on modelled cores and a modelled network.
+"""The virtual runtime: ranks of hosted roles as processes on modelled cores and a modelled network.
+
+The processes run on SimPy's environment (sim/clock.py): each is a small state machine whose waits are
+plain-callback heap entries, at the places (and with the ids) a SimPy process's Timeout or Event would
+take, which saves the generator, event and callback objects of every step of the hot paths.
 
 Per search rank (seed 000 4.2.4, Figure 4.3):
   - an IO-core process: waits for received messages, finished packages or timers; each loop iteration
@@ -14,8 +18,8 @@ Per search rank (seed 000 4.2.4, Figure 4.3):
     (Gomorra: a worker carries its simulation on) or, with io.handles_completions, hands the package back
     to the IO core, which calls it (the treesplit engine: roles are driven from the IO thread).
 Per broadcast rank: one core; its IO loop also runs the role's packages (delay, merge, forward).
-The network is sim/network.py (closed-form LogGP, shared NIC per node); a message costs one SimPy event,
-its delivery.
+The network is sim/network.py (closed-form LogGP, shared NIC per node); a message costs one event, its
+delivery.
 
 Roles are model/roles' (the contract in model/roles/__init__.py); the statistical roles
 (sim/statistical.py) implement the same contract.
@@ -26,12 +30,13 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from heapq import heappush
 from typing import Any, Callable
 
 import numpy as np
-import simpy
 
 from model.roles.base import CONTINUE, Actions, Package
+from sim.clock import NORMAL, URGENT, Clock
 from sim.distributions import Sampler
 from sim.network import Network
 from sim.profile import Profile
@@ -122,32 +127,56 @@ class TraceSink:
 
 
 class Rank:
-    """One simulated MPI rank: its IO core, its workers (none for a broadcast rank), its role."""
+    """One simulated MPI rank: its IO core, its workers (none for a broadcast rank), its role.
+
+    Its cores are state machines on the world's clock (sim/clock.py) rather than generator processes: every
+    wait (a package's service time, an IO iteration, a wake-up) is one heap entry where the SimPy process
+    would have waited for one Timeout or Event, so events keep their order and count."""
 
     def __init__(self, world: "World", rid: int, role: Any, workers: int, peers: int, bcast: bool):
         self.world, self.rid, self.role, self.n_workers, self.bcast = world, rid, role, workers, bcast
         self.queue: deque[Package] = deque()
-        self.idle: list[simpy.Event] = []   # parked workers' wake events
-        self.inbox: list = []
+        self.idle: list[int] = []   # parked workers (each gets a wake-up when a package comes)
+        self.inbox: list = []  # (message, its size in bytes)
         self.outbox: list = []
         self.timers_due: list[Any] = []
         self.done: list[tuple[Package, Any]] = []  # finished packages for the IO core (handles_completions)
-        self.io_wake: simpy.Event | None = None
+        self.io_waiting = False  # the IO core waits for input: the next input schedules its wake-up
+        self.t_idle = 0.0        # when the IO core's current wait began
         self.peers = peers
         self.loop_time = world.profile.io.loop_time(peers)
         self.running: dict[int, float] = {}  # worker -> start of its current package
+        self.current: list[Any] = [None] * workers  # worker -> (package, parts, result, cost, start)
+        self.io_pending: Any = None  # an IO iteration's (start, sends, packages, timers) until it ends
         self.stats = RankStats()
+        # hot-path copies
+        env = world.env
+        self.env = env
+        self.heap = env._queue
+        self.eid = env._eid
+        self.execute = role.execute
+        self.samplers = world.samplers
+        self.trace = world.trace
+        prof = world.profile
+        self.via_io = prof.io.handles_completions
+        self.worker_per_pkg = 0.0 if self.via_io else prof.io.per_package
 
     # --- inputs -------------------------------------------------------------------------------------
-    def deliver(self, msg) -> None:
-        self.inbox.append(msg)
-        self._wake_io()
+    def deliver(self, item: tuple) -> None:
+        """A message arrives: (message, nbytes)."""
+        self.inbox.append(item)
+        if self.io_waiting:
+            self.io_waiting = False
+            heappush(self.heap, (self.env._now, NORMAL, next(self.eid), self._io_woken, None))
 
     def _wake_io(self) -> None:
-        ev = self.io_wake
-        if ev is not None:
-            self.io_wake = None
-            ev.succeed()
+        if self.io_waiting:
+            self.io_waiting = False
+            heappush(self.heap, (self.env._now, NORMAL, next(self.eid), self._io_woken, None))
+
+    def timer_due(self, token) -> None:
+        self.timers_due.append(token)
+        self._wake_io()
 
     def push(self, pkgs: list[Package]) -> None:
         q = self.queue
@@ -160,8 +189,10 @@ class Rank:
 
     def _wake_workers(self, n: int) -> None:
         idle = self.idle
-        for _ in range(min(len(idle), n)):
-            idle.pop().succeed()
+        if idle:
+            heap, eid, now, take = self.heap, self.eid, self.env._now, self._worker_take
+            for _ in range(min(len(idle), n)):
+                heappush(heap, (now, NORMAL, next(eid), take, idle.pop()))
 
     def apply(self, acts: Actions) -> None:
         """Route a role's answer: packages to the queue, messages to the IO core's send list, timers."""
@@ -173,172 +204,208 @@ class Rank:
         if acts.timers:
             self.world.add_timers(self, acts.timers)
 
-    # --- processes ----------------------------------------------------------------------------------
-    def worker(self, w: int):
-        world = self.world
-        env = world.env
-        q = self.queue
-        samplers = world.samplers
-        stats = self.stats
-        running = self.running
-        trace = world.trace
-        rid = self.rid
-        role = self.role
-        execute = role.execute
-        via_io = world.profile.io.handles_completions
-        per_pkg = 0.0 if via_io else world.profile.io.per_package
-        while True:
-            while not q:
-                ev = env.event()
-                self.idle.append(ev)
-                yield ev
-            pkg = q.popleft()
-            parts, result = run_parts(pkg, execute, samplers)
-            cost = parts[0][1] if len(parts) == 1 else sum(c for _, c in parts)
-            t0 = env.now
-            running[w] = t0
-            yield env.timeout(cost + per_pkg if per_pkg else cost)
-            del running[w]
-            stats.busy += cost
-            t = t0
-            for k, c in parts:
-                stats.pkgs[k] = stats.pkgs.get(k, 0) + 1
-                if trace is not None and trace.keep(pkg.sim_id):
-                    trace.w.package(t, t + c, rid, w, k, pkg.sim_id)
-                t += c
-            if via_io:
-                self.done.append((pkg, result))
-                self._wake_io()
-                continue
-            acts = role.on_work_done(pkg, result)
-            if acts:
-                self.apply(acts)
+    # --- workers ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the cores, as SimPy starts processes: the IO core, then the workers, at once (urgent)."""
+        env = self.env
+        env.at(0.0, self._io_loop, None, URGENT)
+        for w in range(self.n_workers):
+            env.at(0.0, self._worker_take, w, URGENT)
 
-    def io(self):
-        """The IO core. A rank without workers (a broadcast rank) runs its packages here, between polls."""
+    def _worker_take(self, w: int) -> None:
+        """A worker is free: it takes the next package and runs it, or parks until one comes."""
+        q = self.queue
+        if not q:
+            self.idle.append(w)
+            return
+        pkg = q.popleft()
+        # run_parts, with the one-part package (most of them) first
+        k = pkg.kind
+        result = self.execute(pkg)
+        cost = pkg.cost
+        if cost is None:
+            cost = self.samplers[k].next()
+        if result is CONTINUE:
+            more, result = run_parts(pkg, self.execute, self.samplers)
+            parts = [(k, cost)] + more
+            cost = sum(c for _, c in parts)
+        else:
+            parts = ((k, cost),)
+        t0 = self.env._now
+        self.running[w] = t0
+        self.current[w] = (pkg, parts, result, cost, t0)
+        per_pkg = self.worker_per_pkg
+        heappush(self.heap, (t0 + (cost + per_pkg if per_pkg else cost), NORMAL, next(self.eid),
+                             self._worker_done, w))
+
+    def _worker_done(self, w: int) -> None:
+        pkg, parts, result, cost, t = self.current[w]
+        del self.running[w]
+        stats = self.stats
+        stats.busy += cost
+        counts = stats.pkgs
+        trace = self.trace
+        for k, c in parts:
+            counts[k] = counts.get(k, 0) + 1
+            if trace is not None and trace.keep(pkg.sim_id):
+                trace.w.package(t, t + c, self.rid, w, k, pkg.sim_id)
+            t += c
+        if self.via_io:
+            self.done.append((pkg, result))
+            self._wake_io()
+        else:
+            acts = self.role.on_work_done(pkg, result)
+            if acts is not None:  # apply(acts), inlined
+                if acts.pkgs:
+                    self.push(acts.pkgs)
+                if acts.msgs:
+                    self.outbox.extend(acts.msgs)
+                    self._wake_io()
+                if acts.timers:
+                    self.world.add_timers(self, acts.timers)
+        self._worker_take(w)
+
+    # --- the IO core --------------------------------------------------------------------------------
+    def _has_input(self) -> bool:
+        return bool(self.inbox or self.outbox or self.timers_due or self.done or (self.n_workers == 0 and self.queue))
+
+    def _io_loop(self, _=None) -> None:
+        """The top of the IO core's loop: an iteration if there is input, else wait for some."""
+        self.t_idle = self.env._now
+        if self._has_input():
+            self._io_iteration(False)
+        else:
+            self.io_waiting = True
+
+    def _io_woken(self, _) -> None:
+        if not self._has_input():
+            self.io_waiting = True
+            return
+        nap = self.world.profile.io.idle_nap
+        if nap > 0 and not (self.outbox or self.done):  # a worker's hand-over does wake it
+            # a napping core is not woken: it polls again at the end of its current nap, and whatever
+            # arrived by then is taken in that iteration (one event, not one per nap)
+            now = self.env._now
+            wait = max(1, math.ceil((now - self.t_idle) / nap - 1e-9)) * nap - (now - self.t_idle)
+            if wait > 0:
+                heappush(self.heap, (now + wait, NORMAL, next(self.eid), self._io_iteration, False))
+                return
+            self._io_iteration(False)
+            return
+        self._io_iteration(True)
+
+    def _io_iteration(self, woke: bool) -> None:
+        """One iteration of the IO loop. A rank without workers (a broadcast rank) runs its packages here,
+        between polls."""
         world = self.world
-        env = world.env
+        env = self.env
         prof = world.profile
-        o = prof.network.overhead
-        per_msg = prof.io.per_message
-        per_byte = prof.io.per_byte
-        stats_per_byte = prof.io.stats_per_byte
-        samplers = world.samplers
-        rng_phase = world.phase_rng
         role = self.role
-        execute = role.execute
         stats = self.stats
         trace = world.trace
-        rid = self.rid
-        stats_kinds = STATS_KINDS
         inline = self.n_workers == 0
-        search_inline = inline and not self.bcast  # the engine's --threads 1: packages count as busy
-        per_pkg = prof.io.per_package
-        slice_ = prof.io.inline_slice
-        nap = prof.io.idle_nap
-        q = self.queue
-        while True:
-            woke = False
-            t_idle = env.now
-            while not (self.inbox or self.outbox or self.timers_due or self.done or (inline and q)):
-                ev = env.event()
-                self.io_wake = ev
-                yield ev
-                woke = True
-            if woke and nap > 0 and not (self.outbox or self.done):  # a worker's hand-over does wake it
-                # a napping core is not woken: it polls again at the end of its current nap, and whatever
-                # arrived by then is taken in that iteration (one event, not one per nap)
-                wait = max(1, math.ceil((env.now - t_idle) / nap - 1e-9)) * nap - (env.now - t_idle)
-                if wait > 0:
-                    yield env.timeout(wait)
-                woke = False
-            inbox, self.inbox = self.inbox, []
-            sends, self.outbox = self.outbox, []
-            timers, self.timers_due = self.timers_due, []
-            done, self.done = self.done, []
-            cost = self.loop_time
-            # an idle IO core spins in its loop; new input is seen at a random point of an iteration
-            phase = rng_phase.random() * self.loop_time if woke else 0.0
-            nbytes = 0
-            pkgs: list[Package] = []
-            new_timers: list = []
-            for m in inbox:
-                nb = m.nbytes
+        inbox, self.inbox = self.inbox, []
+        sends, self.outbox = self.outbox, []
+        timers, self.timers_due = self.timers_due, []
+        done, self.done = self.done, []
+        cost = self.loop_time
+        # an idle IO core spins in its loop; new input is seen at a random point of an iteration
+        phase = world.phase_rng.random() * self.loop_time if woke else 0.0
+        nbytes = 0
+        pkgs: list[Package] = []
+        new_timers: list = []
+        if inbox:
+            stats_per_byte = prof.io.stats_per_byte
+            for m, nb in inbox:
                 nbytes += nb
-                if m.kind in stats_kinds:
+                if m.kind in STATS_KINDS:
                     cost += nb * stats_per_byte
                 acts = role.on_message(m)
                 if acts:
                     pkgs.extend(acts.pkgs)
                     sends.extend(acts.msgs)
                     new_timers.extend(acts.timers)
-            for tok in timers:
-                acts = role.on_timer(tok)
-                if acts:
-                    pkgs.extend(acts.pkgs)
-                    sends.extend(acts.msgs)
-                    new_timers.extend(acts.timers)
-            for pkg, result in done:
+        for tok in timers:
+            acts = role.on_timer(tok)
+            if acts:
+                pkgs.extend(acts.pkgs)
+                sends.extend(acts.msgs)
+                new_timers.extend(acts.timers)
+        for pkg, result in done:
+            acts = role.on_work_done(pkg, result)
+            if acts:
+                pkgs.extend(acts.pkgs)
+                sends.extend(acts.msgs)
+                new_timers.extend(acts.timers)
+        per_pkg = prof.io.per_package
+        if inline:
+            # run what is queued plus what this iteration produced, until nothing is left
+            q = self.queue
+            execute, samplers = self.execute, self.samplers
+            search_inline = not self.bcast  # the engine's --threads 1: packages count as busy
+            rid = self.rid
+            slice_ = prof.io.inline_slice
+            for p in pkgs:
+                if p.front:
+                    q.appendleft(p)
+                else:
+                    q.append(p)
+            pkgs = []
+            t_pkg = env._now + phase + cost
+            # a time slice (the engine's); without one, what was queued when the iteration began (a
+            # simulation that never leaves the rank must still let the loop poll)
+            t_slice = t_pkg + slice_ if slice_ > 0 else float("inf")
+            n_left = len(q) if slice_ <= 0 else -1
+            while q and t_pkg < t_slice and n_left != 0:
+                n_left -= 1
+                pkg = q.popleft()
+                parts, result = run_parts(pkg, execute, samplers)
+                for k, c in parts:
+                    stats.pkgs[k] = stats.pkgs.get(k, 0) + 1
+                    if trace is not None and trace.keep(pkg.sim_id):
+                        trace.w.package(t_pkg, t_pkg + c, rid, -1, k, pkg.sim_id)
+                    t_pkg += c
+                    cost += c
+                    if search_inline:
+                        stats.busy += c
+                t_pkg += per_pkg
+                cost += per_pkg
                 acts = role.on_work_done(pkg, result)
                 if acts:
-                    pkgs.extend(acts.pkgs)
+                    for p in acts.pkgs:
+                        if p.front:
+                            q.appendleft(p)
+                        else:
+                            q.append(p)
                     sends.extend(acts.msgs)
                     new_timers.extend(acts.timers)
-            if inline:
-                # run what is queued plus what this iteration produced, until nothing is left
-                for p in pkgs:
-                    if p.front:
-                        q.appendleft(p)
-                    else:
-                        q.append(p)
-                pkgs = []
-                t_pkg = env.now + phase + cost
-                # a time slice (the engine's); without one, what was queued when the iteration began (a
-                # simulation that never leaves the rank must still let the loop poll)
-                t_slice = t_pkg + slice_ if slice_ > 0 else float("inf")
-                n_left = len(q) if slice_ <= 0 else -1
-                while q and t_pkg < t_slice and n_left != 0:
-                    n_left -= 1
-                    pkg = q.popleft()
-                    parts, result = run_parts(pkg, execute, samplers)
-                    for k, c in parts:
-                        stats.pkgs[k] = stats.pkgs.get(k, 0) + 1
-                        if trace is not None and trace.keep(pkg.sim_id):
-                            trace.w.package(t_pkg, t_pkg + c, rid, -1, k, pkg.sim_id)
-                        t_pkg += c
-                        cost += c
-                        if search_inline:
-                            stats.busy += c
-                    t_pkg += per_pkg
-                    cost += per_pkg
-                    acts = role.on_work_done(pkg, result)
-                    if acts:
-                        for p in acts.pkgs:
-                            if p.front:
-                                q.appendleft(p)
-                            else:
-                                q.append(p)
-                        sends.extend(acts.msgs)
-                        new_timers.extend(acts.timers)
-            for m in sends:
-                nbytes += m.nbytes
-            cost += ((len(inbox) + len(sends)) * (o + per_msg) + len(done) * (per_msg + per_pkg)
-                     + nbytes * per_byte)
-            stats.msgs_in += len(inbox)
-            stats.io_loops += 1
-            stats.io_loop_time += cost
-            stats.io_busy += cost
-            t0 = env.now + phase
-            yield env.timeout(phase + cost)
-            now = env.now
-            if trace is not None and trace.keep(-1):
-                trace.w.package(t0, now, rid, -1, "io", -1)
-            if sends:
-                world.send(self, sends, now)
-            if pkgs:
-                self.push(pkgs)
-            if new_timers:
-                world.add_timers(self, new_timers)
+        sizes = [m.nbytes for m in sends]
+        nbytes += sum(sizes)
+        cost += ((len(inbox) + len(sends)) * (prof.network.overhead + prof.io.per_message)
+                 + len(done) * (prof.io.per_message + per_pkg) + nbytes * prof.io.per_byte)
+        stats.msgs_in += len(inbox)
+        stats.io_loops += 1
+        stats.io_loop_time += cost
+        stats.io_busy += cost
+        now = env._now
+        self.io_pending = (now + phase, sends, sizes, pkgs, new_timers)
+        heappush(self.heap, (now + (phase + cost), NORMAL, next(self.eid), self._io_iteration_end, None))
+
+    def _io_iteration_end(self, _) -> None:
+        t0, sends, sizes, pkgs, new_timers = self.io_pending
+        self.io_pending = None
+        world = self.world
+        now = self.env._now
+        trace = world.trace
+        if trace is not None and trace.keep(-1):
+            trace.w.package(t0, now, self.rid, -1, "io", -1)
+        if sends:
+            world.send(self, sends, now, sizes)
+        if pkgs:
+            self.push(pkgs)
+        if new_timers:
+            world.add_timers(self, new_timers)
+        self._io_loop()
 
 
 @dataclass
@@ -366,7 +433,7 @@ class World:
                  bcast_peers: Callable[[int], int] | None = None):
         self.profile = profile
         self.cluster = cluster
-        self.env = simpy.Environment()
+        self.env = Clock()
         self.rng = np.random.default_rng(seed)
         self.phase_rng = np.random.default_rng(seed + 1)
         self.samplers = {k: Sampler(d, np.random.default_rng([seed, i]))
@@ -392,41 +459,42 @@ class World:
         self._busy_mark = [0.0] * (M + B)
 
     # --- network ------------------------------------------------------------------------------------
-    def send(self, rank: Rank, msgs: list, now: float) -> None:
+    def send(self, rank: Rank, msgs: list, now: float, sizes: list[int] | None = None) -> None:
+        """Hand messages (of sizes bytes, if known) to the network at `now` and schedule their delivery."""
+        if sizes is None:
+            sizes = [m.nbytes for m in msgs]
         net = self.network
-        env = self.env
+        heap = self.env._queue
+        eid = self.env._eid
+        t_env = self.env._now
         stats = rank.stats
         trace = self.trace
         src = rank.rid
         ranks = self.ranks
         mo = stats.msgs_out
-        for m in msgs:
-            nb = m.nbytes
+        nbytes = 0
+        for m, nb in zip(msgs, sizes):
             t_arr = net.transfer(now, src, m.dst, nb)
             k = m.kind
             mo[k] = mo.get(k, 0) + 1
-            stats.bytes_out += nb
-            dst = ranks[m.dst]
+            nbytes += nb
             if trace is not None and trace.keep_msg(m.sim_id):
                 trace.w.message(now, t_arr, src, m.dst, k, nb, m.sim_id)
-            ev = env.timeout(t_arr - now, m)
-            ev.callbacks.append(dst._deliver_cb)
+            # the delivery, where a Timeout(t_arr - now) would be
+            heappush(heap, (t_env + (t_arr - now), NORMAL, next(eid), ranks[m.dst].deliver, (m, nb)))
+        stats.bytes_out += nbytes
         self.n_msgs += len(msgs)
 
     def add_timers(self, rank: Rank, timers: list) -> None:
+        at = self.env.at
         for delay, token in timers:
-            ev = self.env.timeout(delay, token)
-            ev.callbacks.append(rank._timer_cb)
+            at(delay, rank.timer_due, token)
 
     # --- running ------------------------------------------------------------------------------------
     def _start(self) -> None:
         env = self.env
         for rank in self.ranks:
-            rank._deliver_cb = lambda ev, rank=rank: rank.deliver(ev.value)
-            rank._timer_cb = lambda ev, rank=rank: (rank.timers_due.append(ev.value), rank._wake_io())
-            env.process(rank.io())
-            for w in range(rank.n_workers):
-                env.process(rank.worker(w))
+            rank.start()
         for rank in self.ranks:
             acts = rank.role.start()
             if acts:
@@ -501,10 +569,10 @@ class World:
             target = t_begin + step * i
             if c0 is None and target >= t_meas:
                 if t_meas > env.now:
-                    env.run(until=t_meas)
+                    env.run_to(t_meas)
                 c0, t0_stats = self.counters(), self.stats_snapshot()
             if target > env.now:
-                env.run(until=target)
+                env.run_to(target)
             if progress:
                 progress(env.now - t_begin)
         wall = time.perf_counter() - wall0
