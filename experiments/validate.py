@@ -63,8 +63,17 @@ class Case:
         return self.algo in MPI_ALGOS
 
 
-def cases(boards: list[int], quick: bool) -> list[Case]:
-    """The configurations that fit a small machine: 1-4 ranks, 1-2 threads."""
+def cases(boards: list[int], quick: bool, cores: int | None = None) -> list[Case]:
+    """The configurations of 1-4 ranks x 1-2 threads (threads count the IO thread) that fit `cores` (default:
+    this machine's): more processes and threads than cores would measure the scheduler, which the simulator
+    does not model."""
+    import os
+
+    cores = cores or os.cpu_count() or 1
+    return [c for c in _all_cases(boards, quick) if c.ranks * c.threads <= cores]
+
+
+def _all_cases(boards: list[int], quick: bool) -> list[Case]:
     out: list[Case] = []
     for b in boards:
         if quick:

@@ -109,7 +109,11 @@ def idle_nap(pk, lo: float = 4e-5, hi: float = 5e-4, min_gaps: int = 500) -> flo
     if len(g) > 20000:
         g = np.random.default_rng(0).choice(g, 20000, replace=False)
     periods = np.arange(lo, hi, 1e-6)
+    # Gaps all shorter than P agree on any long period's phase trivially: a lattice needs gaps that span it
+    # (a rank that spins after its last work, as the engine's --threads 1 ranks do for 2 ms, has none)
+    spans = np.array([(g >= p).mean() for p in periods])
     score = np.array([abs(np.exp(2j * np.pi * g / p).mean()) for p in periods])
+    score[spans < 0.2] = 0.0
     i = int(np.argmax(score))
     return float(periods[i]) if score[i] >= 0.3 else None
 
@@ -215,6 +219,11 @@ def calibrate(trace_dir: str | Path, base: Profile, name: str = "local", pingpon
         if nap is not None:
             io = dataclasses.replace(io, idle_nap=nap)
             notes.append(f"idle_nap {nap * 1e6:.0f} us (lattice of idle gaps)")
+        elif threads == 1 and fused(pk):
+            # an engine that fuses packages also spins 2 ms after its last work before it naps: in a search
+            # an idle rank sees arrivals at once
+            io = dataclasses.replace(io, idle_nap=0.0)
+            notes.append("idle_nap 0 (no lattice of idle gaps: the ranks spin)")
     workloads = dict(base.workloads)
     algo = tr.meta.get("algo", "")
     try:

@@ -34,11 +34,14 @@ def test_row_compares_only_the_figures_asked_for():
 
 
 def test_cases_quick_is_a_subset_and_full_covers_the_issue():
-    quick, full = cases([9], True), cases([9, 19], False)
+    quick, full = cases([9], True, cores=16), cases([9, 19], False, cores=16)
     assert set(quick) <= set(full) and len(quick) < len(full)
     algos = {c.algo for c in full}
     assert {"sequential", "tree", "treesplit", "tds", "root", "leaf"} <= algos
     assert {c.board for c in full} == {9, 19} and max(c.ranks for c in full) == 4
+    small = cases([9], False, cores=2)  # only what fits: no 4x1, no 2x2
+    assert small and all(c.ranks * c.threads <= 2 for c in small) and len(small) < len(full) // 2
+    assert {"sequential", "tree", "treesplit", "tds", "root", "leaf"} <= {c.algo for c in small}
 
 
 def test_bad_config_is_a_clear_error():
