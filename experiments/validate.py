@@ -150,12 +150,13 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 # --- measuring ------------------------------------------------------------------------------------------
-def measure_mpi(case: Case, seconds: float, trace: str, params: dict[str, Any], timeout: float) -> dict[str, float]:
+def measure_mpi(case: Case, seconds: float, trace: str | None, params: dict[str, Any], timeout: float,
+                seed: int = 1) -> dict[str, float]:
     from engine.mpi import DistributedConfig, run_distributed
 
     cfg = DistributedConfig(algo=case.algo, game="go", board=case.board, komi=7.0, game_params={"policy": "random"},
                             ranks=case.ranks, bcast_ranks=None if case.algo in ("treesplit", "hybrid") else 0,
-                            threads=case.threads, seconds=seconds, params=dict(params), seed=1, trace=trace)
+                            threads=case.threads, seconds=seconds, params=dict(params), seed=seed, trace=trace)
     res = run_distributed(cfg, timeout=timeout)
     out = {k: float(res[k]) for k in FIGURES}
     out.update(seconds=float(res["seconds"]), bcast_ranks=int(res["bcast_ranks"]), sims=int(res["sims"]))
@@ -222,6 +223,9 @@ class ValidateConfig:
     pingpong: bool = True
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
     timeout: float = 120.0           # per real run
+    repeats: int | None = None       # engine runs and simulator seeds per MPI configuration, medians compared
+                                     # (default 1 quick, 3 full): which rank owns the nodes a search favours
+                                     # decides hops/sim, so one run pair differs by more than the model does
 
     def validate(self) -> None:
         from model.config import check
@@ -230,6 +234,11 @@ class ValidateConfig:
         for b in self.boards:
             check(b in (9, 13, 19), "board", f"expected 9, 13 or 19, got {b}")
         check(self.seconds is None or (self.seconds > 0 and math.isfinite(self.seconds)), "seconds", "need > 0")
+        check(self.repeats is None or 1 <= self.repeats <= 20, "repeats", "need 1 to 20")
+
+    @property
+    def run_repeats(self) -> int:
+        return self.repeats if self.repeats is not None else (1 if self.quick else 3)
 
     @property
     def run_seconds(self) -> float:
@@ -261,8 +270,10 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
             t0 = time.monotonic()
             if case.mpi:
                 trace = str(Path(tmp) / f"t{i}")
-                meas = measure_mpi(case, cfg.run_seconds, trace, cfg.params, cfg.timeout)
-                prof = given or calibrate(trace, base, name=f"validate-{i}", pingpong=pp)
+                runs = [measure_mpi(case, cfg.run_seconds, trace if k == 0 else None, cfg.params, cfg.timeout,
+                                    seed=1 + k) for k in range(cfg.run_repeats)]
+                meas = _median(runs)
+                prof = given or calibrate(trace, base, name=f"validate-{i}", pingpong=pp)  # on the first run
                 board_prof.setdefault(case.board, prof)
                 figs = FIGURES
             else:
@@ -275,8 +286,9 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
                                                        {})["sims_per_s"])
                 meas = measure_shared(case, cfg.run_seconds)
                 figs = ("sims_per_s",)
-            pred = predict(case, prof, meas["seconds"], int(meas.get("bcast_ranks", 0)),
-                           {} if not case.mpi else cfg.params)
+            pred = _median([predict(case, prof, meas["seconds"], int(meas.get("bcast_ranks", 0)),
+                                    {} if not case.mpi else cfg.params, seed=k)
+                            for k in range(cfg.run_repeats if case.mpi else 1)])
             if not case.mpi:
                 calibrated, modelled = kernel_rate[case.board]
                 pred["sims_per_s"] *= calibrated / modelled
@@ -286,10 +298,18 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
             log(f"  [{i + 1}/{len(todo)}] {case.label:26s} measured {meas['sims_per_s']:8.0f} sims/s, predicted "
                 f"{pred['sims_per_s']:8.0f} ({100 * err:+.0f}%)  ({time.monotonic() - t0:.0f} s)")
     w, where = worst(rows)
-    return {"quick": cfg.quick, "boards": list(cfg.boards), "seconds": cfg.run_seconds,
+    return {"quick": cfg.quick, "boards": list(cfg.boards), "seconds": cfg.run_seconds, "repeats": cfg.run_repeats,
             "profile": cfg.profile or "calibrated per configuration", "params": cfg.params, "goal": GOAL,
             "worst_error": w, "worst_at": where, "wall_s": time.monotonic() - t_start,
             "load_avg": list(_loadavg()), "rows": rows}
+
+
+def _median(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Per key, the median over runs (the first run's value for keys some run lacks)."""
+    import statistics
+
+    return {k: (statistics.median(r[k] for r in runs) if all(k in r for r in runs) else v)
+            for k, v in runs[0].items()}
 
 
 def _loadavg() -> tuple[float, ...]:

@@ -49,6 +49,9 @@ def test_bad_config_is_a_clear_error():
         ValidateConfig(boards=(7,)).validate()
     with pytest.raises(ConfigError, match="seconds"):
         ValidateConfig(seconds=-1).validate()
+    with pytest.raises(ConfigError, match="repeats"):
+        ValidateConfig(repeats=0).validate()
+    assert ValidateConfig(quick=True).run_repeats == 1 and ValidateConfig().run_repeats == 3
 
 
 def test_cli_bad_input(run_cli):

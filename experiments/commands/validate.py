@@ -17,6 +17,9 @@ def register(sub) -> None:
     p.add_argument("--board", type=int, action="append", default=None, metavar="N",
                    help="board size, may repeat (default: 9 and 19; --quick: 9)")
     p.add_argument("--seconds", type=float, default=None, help="seconds per real run (default 1.5 quick, 3)")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="engine runs (seeds 1..N) and simulator seeds per MPI configuration; medians are compared "
+                        "(default 1 with --quick, else 3)")
     p.add_argument("--profile", default=None, help="one profile for every configuration instead of calibrating "
                                                     "on each run (a shipped name or a TOML file)")
     p.add_argument("--no-pingpong", action="store_true", help="keep the base profile's network (no MPI sweep)")
@@ -49,7 +52,8 @@ def main(args) -> int:
     if args.traces:
         return main_traces(args)
     boards = tuple(args.board) if args.board else ((9,) if args.quick else (9, 19))
-    cfg = ValidateConfig(boards=boards, quick=args.quick, seconds=args.seconds, profile=args.profile,
+    cfg = ValidateConfig(boards=boards, quick=args.quick, seconds=args.seconds, repeats=args.repeats,
+                         profile=args.profile,
                          pingpong=not args.no_pingpong, params=parse_overrides(args.param))
     cfg.validate()
     res = validate(cfg)
