@@ -255,14 +255,8 @@ class Rank:
             self._wake_io()
         else:
             acts = self.role.on_work_done(pkg, result)
-            if acts is not None:  # apply(acts), inlined
-                if acts.pkgs:
-                    self.push(acts.pkgs)
-                if acts.msgs:
-                    self.outbox.extend(acts.msgs)
-                    self._wake_io()
-                if acts.timers:
-                    self.world.add_timers(self, acts.timers)
+            if acts is not None:
+                self.apply(acts)
         self._worker_take(w)
 
     # --- the IO core --------------------------------------------------------------------------------
