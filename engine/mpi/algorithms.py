@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
+import sys
 import time
 from typing import Any
 
@@ -97,11 +99,27 @@ def run_search(args) -> int:
     dc = distributed_config(args.algo, cfg, game=args.game, board=args.board, komi=args.komi,
                             game_params=game_params, sims=args.sims, seconds=args.seconds, trace=args.trace,
                             telemetry=args.telemetry)
+    hint = layout_hint(dc)
+    if hint and not args.json:
+        print(hint, file=sys.stderr, flush=True)
     res = run_distributed(dc)
     if res is None:  # a rank other than 0 of a job the user started: rank 0 prints
         return 0
     print(json.dumps(res, default=float) if args.json else format_text(res), flush=True)
     return 0
+
+
+def layout_hint(dc) -> str | None:
+    """A note when a local run puts more threads on the machine than it has cores and ranks have worker threads:
+    every hop then waits for thread wake-ups (measured on 2 cores: 2 ranks x 2 threads 3x slower than x 1)."""
+    from engine.mpi.launch import inside_mpi
+
+    cores = os.cpu_count() or 1
+    threads = dc.world_size * dc.threads
+    if inside_mpi() or dc.threads <= 1 or threads <= cores:
+        return None
+    return (f"note: {dc.world_size} ranks x {dc.threads} threads on {cores} cores; with fewer cores than threads "
+            f"--threads 1 (each rank's IO thread runs its own packages) is usually several times faster")
 
 
 class DistributedSearcher:
