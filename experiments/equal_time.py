@@ -1,5 +1,5 @@
 """Issue 3's strength goal: on 9x9 at equal wall time per move, do `tree` (2 threads) and `treesplit` (2 ranks x 1
-thread) beat the sequential engine? Each slot is one `treesplit match` of our engine against
+thread, or `treesplit-1x3`: one rank with an IO thread and 2 workers) beat the sequential engine? Each slot is one `treesplit match` of our engine against
 `treesplit gtp --algo sequential` at the same seconds per move, colours alternating; slots run at once, each
 optionally confined to two CPUs of its own (`--pin`: taskset), under a wall-clock budget after which the
 games played so far are kept.
@@ -30,6 +30,8 @@ from model.errors import UserError
 
 ALGO_ARGS = {"tree": ["--algo", "tree", "--threads", "2"],
              "treesplit": ["--algo", "treesplit", "--ranks", "2", "--threads", "1"],
+             # one rank per machine as in seed 000: its IO thread and two workers (the IO thread idles alone)
+             "treesplit-1x3": ["--algo", "treesplit", "--ranks", "1", "--threads", "3"],
              "sequential": ["--algo", "sequential"]}
 
 

@@ -49,7 +49,8 @@ def index_table() -> str:
             s = json.loads(summary.read_text())
             status = f"[report](results/{e.name}/report.html)"
             res = _headline(s.get("results", {})).replace("|", "/")
-            where = f"{s['date'][:10]}, {s['machine']}, {s.get('wall_s', 0):.0f} s" + _overrides(e.name, s["config"])
+            wall = f", {s['wall_s']:.0f} s" if s.get("wall_s") is not None else ""
+            where = f"{s['date'][:10]}, {s['machine']}{wall}" + _overrides(e.name, s["config"])
         else:
             status, res, where = "built, no kept run", "", ""
         lines.append(f"| `{e.name}` | {e.question} | {status} | {res} | {where} |")

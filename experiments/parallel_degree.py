@@ -81,8 +81,9 @@ def run(cfg: Config, out: Path):
                       f"[{_fmt(r['elo_low'])}, {_fmt(r['elo_high'])}], {r['mean_game_seconds']:.1f} s/game", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    partial.unlink(missing_ok=True)
-    return outcome(cfg, {"points": pd.DataFrame(rows)})
+    result = outcome(cfg, {"points": pd.DataFrame(rows)})
+    partial.unlink(missing_ok=True)  # only now: a report that fails to build must not take the games with it
+    return result
 
 
 def _fmt(x) -> str:
@@ -193,3 +194,82 @@ def _agreement(cfg: Config, t: pd.DataFrame) -> tuple[str, dict]:
 
 def cfg_list(col) -> list[int]:
     return sorted(set(int(x) for x in col))
+
+
+# --- pooling runs --------------------------------------------------------------------------------------------
+# Games of separate runs (other seeds, other machines: both sides make exactly N simulations, so the machine
+# does not matter) add up per point. The kept runs stay beside the pooled points, in runs/.
+
+SUMS = ("games", "wins", "losses", "draws", "void", "our_faults")
+MEANS = ("mean_moves", "seconds_per_move", "mean_game_seconds")  # weighted by games
+
+
+def pool(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """One row per (sims, s_par): counts summed over the runs, win rate, Wilson interval and Elo recomputed
+    from the sums (model/stats.py), per-game means weighted by each run's games."""
+    from model.stats import match_stats
+
+    t = pd.concat(frames, ignore_index=True)
+    rows = []
+    for (n, p), d in t.groupby(["sims", "s_par"], sort=True):
+        row = {"sims": int(n), "s_par": int(p), "sims_per_s_par": n / p}
+        row.update({k: int(d[k].sum()) for k in SUMS if k in d})
+        st = match_stats(row["wins"], row["losses"], row["draws"]).as_dict()
+        row.update({k: st[k] for k in ("win_rate", "ci_low", "ci_high", "elo", "elo_low", "elo_high")})
+        row.update({k: float((d[k] * d.games).sum() / d.games.sum()) for k in MEANS if k in d})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def pool_runs(directory: Path) -> Path:
+    """points.csv of `directory` := the pool of its runs/*.csv; summary.json says which runs, then the report
+    is rebuilt (experiments.runner.rebuild_report)."""
+    import json
+    import time
+
+    from experiments.runner import rebuild_report
+    from model.errors import ConfigError
+
+    runs = sorted((directory / "runs").glob("*.csv"))
+    if not runs:
+        raise ConfigError(f"{directory / 'runs'}: no run CSVs to pool")
+    frames = [pd.read_csv(r) for r in runs]
+    t = pool(frames)
+    t.to_csv(directory / "points.csv", index=False)
+    summary_path = directory / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"experiment": "parallel-degree"}
+    cfg = summary.setdefault("config", {})
+    cfg["sims"] = sorted(int(x) for x in t.sims.unique())
+    cfg["s_par"] = sorted(int(x) for x in t.s_par.unique())
+    cfg["games"] = int(t.games.max())
+    summary["date"] = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+    summary["pooled_from"] = [{"run": r.name, "points": len(f), "games": int(f.games.sum())}
+                              for r, f in zip(runs, frames)]
+    summary["machine"] = f"{len(runs)} pooled runs (runs/*.csv: their names say date, machine and seed)"
+    summary.pop("wall_s", None)  # the runs' own walls are not kept
+    summary["tables"] = ["points.csv"]
+    summary_path.write_text(json.dumps(summary, indent=2, default=float) + "\n")
+    return rebuild_report("parallel-degree", directory)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from model.errors import ConfigError
+
+    ap = argparse.ArgumentParser(prog="python -m experiments.parallel_degree",
+                                 description="Pool the kept runs of parallel-degree (DIR/runs/*.csv) into DIR/points.csv "
+                                             "and rebuild the report.")
+    ap.add_argument("command", choices=["pool"])
+    ap.add_argument("--dir", type=Path, default=Path(__file__).parent / "results" / "parallel-degree")
+    args = ap.parse_args(argv)
+    try:
+        pool_runs(args.dir)
+    except ConfigError as e:
+        print(f"parallel-degree: {e}")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

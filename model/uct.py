@@ -444,6 +444,11 @@ def run_simulations(t, g, s_root, history, p, rng, n_sims, counters):
                 counters[C_NEW] += 1
             elif slot == 0 and st != MISSING:  # FULL or BUSY (MISSING is the normal frontier)
                 counters[C_NO_ROOM] += 1
+            if slot != 0 and on_path(path_slot, depth, slot):
+                # back at a node of this path (a game without a repetition rule, e.g. LOA): the walk ends
+                # here, played out, and no node is updated twice for one simulation
+                path_slot[depth] = 0
+                break
         if need_playout:
             result = game.playout(g, s, rng, amaf)
             counters[C_PLAYOUTS] += 1
@@ -454,6 +459,15 @@ def run_simulations(t, g, s_root, history, p, rng, n_sims, counters):
         if depth > counters[C_MAX_DEPTH]:
             counters[C_MAX_DEPTH] = depth
     return n_sims
+
+
+@njit(cache=True, nogil=True, inline="always")
+def on_path(path, n, x):
+    """Whether x is among path[:n] (a node met again on one simulation's way down)."""
+    for k in range(n):
+        if path[k] == x:
+            return True
+    return False
 
 
 def history_array(position_hashes) -> np.ndarray:

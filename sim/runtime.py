@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from model.roles.base import CONTINUE, Actions, Package
+from model.roles.base import CONTINUE, PART_KINDS, Actions, Package
 from sim.clock import NORMAL, URGENT, Clock
 from sim.distributions import Sampler
 from sim.network import Network
@@ -54,10 +54,20 @@ def run_parts(pkg, execute, samplers) -> tuple[list[tuple[str, float]], object]:
     while True:
         k = pkg.kind
         result = execute(pkg)
-        c = pkg.cost
-        parts.append((k, samplers[k].next() if c is None else c))
+        parts.extend(charge(pkg, k, samplers))
         if result is not CONTINUE:
             return parts, result
+
+
+def charge(pkg, kind: str, samplers) -> list[tuple[str, float]]:
+    """[(kind, cost)] of the execute() call that just ran `pkg` (started as `kind`): one part, or each of
+    the parts it ran in one call (Package.parts), each charged as a package of its kind."""
+    ran = pkg.parts
+    if ran is None:
+        c = pkg.cost
+        return [(kind, samplers[kind].next() if c is None else c)]
+    pkg.parts = None
+    return [(k, samplers[k].next()) for k, count in zip(PART_KINDS, ran.tolist()) for _ in range(count)]
 
 
 @dataclass
@@ -157,6 +167,8 @@ class Rank:
         self.execute = role.execute
         self.samplers = world.samplers
         self.trace = world.trace
+        if hasattr(role, "record_parts"):  # as the engine: a trace gets each part under its own simulation
+            role.record_parts(self.trace is not None)
         prof = world.profile
         self.via_io = prof.io.handles_completions
         self.worker_per_pkg = 0.0 if self.via_io else prof.io.per_package
@@ -222,15 +234,17 @@ class Rank:
         # run_parts, with the one-part package (most of them) first
         k = pkg.kind
         result = self.execute(pkg)
-        cost = pkg.cost
-        if cost is None:
-            cost = self.samplers[k].next()
-        if result is CONTINUE:
-            more, result = run_parts(pkg, self.execute, self.samplers)
-            parts = [(k, cost)] + more
-            cost = sum(c for _, c in parts)
-        else:
+        if result is not CONTINUE and pkg.parts is None:
+            cost = pkg.cost
+            if cost is None:
+                cost = self.samplers[k].next()
             parts = ((k, cost),)
+        else:
+            parts = charge(pkg, k, self.samplers)
+            if result is CONTINUE:
+                more, result = run_parts(pkg, self.execute, self.samplers)
+                parts += more
+            cost = sum(c for _, c in parts)
         t0 = self.env._now
         self.running[w] = t0
         self.current[w] = (pkg, parts, result, cost, t0)

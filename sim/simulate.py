@@ -120,6 +120,9 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
     algo_params, game_fields, _, work_fields = split_keys(cfg.params)
     prof = profile or resolve_profile(cfg)
     uct, own = split_params(cfg.algo, algo_params)
+    if hasattr(own, "chain") and "chain" not in algo_params:
+        own.chain = modelled_chain(own.chain, prof)
+        algo_params = {**algo_params, "chain": own.chain}
     if cfg.warmup is None:
         cfg = dataclasses.replace(cfg, warmup=default_warmup(cfg, prof, own))
     rpn = prof.node.ranks_per_node
@@ -189,6 +192,19 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
                       sample_rate=cfg.sample_rate, sample_interval=cfg.sample_interval,
                       bcast_peers=(lambda b: len(topo.in_peers(b))) if topo else None)
     return Prepared(cfg, prof, world, layout, roles, meta, writer, workload)
+
+
+# How long a package's chain of simulations (params.chain) lasts in the engine that the default was set for:
+# 64 simulations of 20-70 us on the 2-core VM (9x9 .. 19x19), enough to share a package's ~0.1 ms of Python.
+CHAIN_SECONDS = 2e-3
+
+
+def modelled_chain(chain: int, prof: Profile) -> int:
+    """The default chain in simulations of the profile's length: as many as fill CHAIN_SECONDS (at least 1).
+    A profile of 1 ms simulations (oculus: Gomorra) chains none; left at 64 it would finish a package's
+    simulations together 64 ms after they began, longer than many measured windows. --param chain=N is kept."""
+    seq = sum(prof.costs[k].mean for k in ("select", "playout", "update"))
+    return max(1, min(chain, int(CHAIN_SECONDS / max(seq, 1e-9))))
 
 
 def default_warmup(cfg: SimConfig, prof: Profile, own) -> float:

@@ -134,6 +134,24 @@ def test_parallel_degree_quick(run_cli, tmp_path):
     assert ((t.ci_low <= t.win_rate) & (t.win_rate <= t.ci_high)).all()
     s = _report_ok(tmp_path, "parallel-degree")
     assert s["results"]["points"] == 2
+    # a second run of the same points pools with the first: games add up, statistics follow the sums
+    from experiments.parallel_degree import main as pd_main, pool
+    from model.stats import match_stats
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    t.to_csv(runs / "a.csv", index=False)
+    u = t.assign(wins=t.wins + 3, games=t.games + 3)
+    u.to_csv(runs / "b.csv", index=False)
+    assert pd_main(["pool", "--dir", str(tmp_path)]) == 0
+    p = pd.read_csv(tmp_path / "points.csv")
+    assert list(p.games) == list(t.games + u.games) and list(p.wins) == list(t.wins + u.wins)
+    want = match_stats(int(p.wins[0]), int(p.losses[0]), int(p.draws[0]))
+    assert p.win_rate[0] == pytest.approx(want.win_rate) and p.ci_low[0] == pytest.approx(want.ci_low)
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert [r["run"] for r in s["pooled_from"]] == ["a.csv", "b.csv"] and "wall_s" not in s
+    assert pool([t]).games.tolist() == t.games.tolist()
+    assert pd_main(["pool", "--dir", str(tmp_path / "nothing")]) == 2  # no runs: one clear message
 
 
 @pytest.mark.mpi

@@ -18,20 +18,26 @@ from model.uct import N_COUNTERS, UctParams, history_array, run_simulations
 PGAME = dict(branching=4, depth=8, seed=3)
 
 
+@pytest.mark.parametrize("chain", [1, 64])
 @pytest.mark.parametrize("game_name,M,W,depth", [("pgame", 2, 1, 1), ("pgame", 4, 2, 2), ("pgame", 3, 1, 3),
                                                  ("go", 3, 2, 2)])
-def test_merged_statistics_add_up(game_name, M, W, depth):
+def test_merged_statistics_add_up(game_name, M, W, depth, chain):
     g, s = make_game(game_name, **(PGAME if game_name == "pgame" else dict(size=9, komi=7.0)))
     sims, every = 900, 40
     roles = make_roles("root", Layout(M, 0, workers=W), Setup(g, s, sims=sims, seed=M),
-                       {"table_mb": 8, "merge_every": every, "merge_depth": depth, "merge_min_visits": 8})
+                       {"table_mb": 8, "merge_every": every, "merge_depth": depth, "merge_min_visits": 8,
+                        "chain": chain})
     run = Loopback(roles, workers=W, seed=M, keep=True, serialize=True).run()
     assert treesplit_problems(roles, run.sent) == []
     assert all(r.root_stats()["visits"] == sims for r in roles)
     assert len({tuple(r.root_stats()["child_visits"]) for r in roles}) == 1
     merges = sum(r.counts["merges"] for r in roles)
-    assert merges >= sum(r.done // every for r in roles)
-    assert run.message_counts()[MERGE] >= merges * (M - 1)
+    if chain == 1:  # a merge every `every` simulations exactly, each its own message to every other rank
+        assert merges >= sum(r.done // every for r in roles)
+        assert run.message_counts()[MERGE] >= merges * (M - 1)
+    else:  # a package chains at most `every` simulations: no period goes by without a merge
+        assert all(r.chain == every for r in roles)
+        assert run.message_counts()[MERGE] >= sum(r.done // (2 * every) for r in roles) * (M - 1)
     assert set(run.message_counts()) == {MERGE}  # nothing but merges: simulations never leave their rank
     if depth > 1 and game_name == "pgame":
         assert sum(r.counts["dups"] for r in roles) > 0  # nodes below the root were shared too

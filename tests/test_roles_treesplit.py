@@ -8,7 +8,7 @@ from model import game
 from model.game import make_game
 from model.rng import new_rng
 from model.roles import Layout, Setup, make_role, make_roles
-from model.roles.base import CONTINUE, EXPAND, PLAYOUT, SELECT, SYNC, UPDATE
+from model.roles.base import CONTINUE, EXPAND, PART_KINDS, PLAYOUT, SELECT, SYNC, UPDATE
 from model.roles.invariants import treesplit_problems
 from model.roles.loopback import Loopback
 from model.roles.messages import DUP, MOVE, PLAYOUT_FWD, STEP, Message, Result, Steps
@@ -26,8 +26,13 @@ GAMES = {"pgame": ("pgame", PGAME, 400), "go9": ("go", dict(size=9, komi=7.0), 4
          "go3": ("go", dict(size=3, komi=0.5), 3000)}  # 3x3: tree moves that repeat a position (superko)
 
 
+@pytest.mark.parametrize("record,stamps,chain", [(False, False, 8), (True, False, 8), (True, True, 8),
+                                                (False, False, 1)])
 @pytest.mark.parametrize("which", sorted(GAMES))
-def test_one_rank_builds_the_sequential_tree(which):
+def test_one_rank_builds_the_sequential_tree(which, record, stamps, chain):
+    """Whether a fused package's parts run as one kernel call, one call each (a runtime that records every
+    part) or one call with a stamped log, and however many simulations a package chains, one rank builds the
+    sequential tree."""
     name, kw, sims = GAMES[which]
     g, s = make_game(name, **kw)
     na = int(game.n_actions(g))
@@ -39,7 +44,8 @@ def test_one_rank_builds_the_sequential_tree(which):
     if which == "go3":
         assert counters[C_SUPERKO] > 0
     role = TreesplitSearch(0, Layout(1, 0, workers=1), Setup(g, s, sims=sims, seed=seed), UctParams(),
-                           TreesplitParams(overload=1), new_table(1 << 14, na))
+                           TreesplitParams(overload=1, chain=chain), new_table(1 << 14, na))
+    role.record_parts(record, stamps)
     Loopback([role], seed=seed).run()
     for f in ("key", "visits", "value", "n_children", "child_move", "child_visits", "child_value",
               "amaf_visits", "amaf_value", "vloss"):
@@ -52,6 +58,8 @@ def test_nothing_lost_or_doubled_pgame(M, B, W):
     g, s = make_game("pgame", **PGAME)
     lay = Layout(M, B, workers=W)
     roles = make_roles("treesplit", lay, Setup(g, s, sims=1500, seed=M), {"n_dup": 48, "table_mb": 1})
+    for r in roles[:M:2]:
+        r.record_parts(True)  # every other rank one call per part: both ways of running packages meet
     run = Loopback(roles, workers=[W] * M + [1] * B, seed=M, keep=True).run()
     assert treesplit_problems(roles[:M], run.sent, roles) == []
     counts = run.message_counts()
@@ -163,6 +171,52 @@ def test_move_message_becomes_a_select_and_may_leave_as_a_move():
     assert [(m.kind, m.dst, m.sim_id) for m in out.msgs] == [(MOVE, 2, 3)] and not out.pkgs
 
 
+def test_a_walk_back_to_a_node_of_its_path_ends_there():
+    """LOA has no repetition rule: four plies can lead back to the root's position. Selection then stops
+    (played out from there), so no node is updated twice for one simulation and root visits stay equal to
+    the simulations done."""
+    from model.roles.steps import select_steps
+
+    g, s = make_game("loa")
+    h0 = game.hash(g, s)
+    out = np.empty(int(game.n_actions(g)), np.int64)
+    s2 = s.copy()
+    a = out[: int(game.legal_actions(g, s2, out))]
+    back = None
+
+    def legal(x):
+        return set(out[: int(game.legal_actions(g, x, out))].tolist())
+
+    for m in a.tolist():  # each side moves a piece and moves it back (action = from * 64 + to)
+        t = s.copy()
+        game.play(g, t, np.int64(m))
+        for r in sorted(legal(t)):
+            w = t.copy()
+            game.play(g, w, np.int64(r))
+            ok = True
+            for x in ((m % 64) * 64 + m // 64, (r % 64) * 64 + r // 64):
+                ok = ok and x in legal(w)
+                if ok:
+                    game.play(g, w, np.int64(x))
+            if ok and game.hash(g, w) == h0:
+                back = w
+                break
+        if back is not None:
+            break
+    assert back is not None and game.hash(g, back) == h0
+    role = make_role("treesplit", 0, Layout(1, 0, workers=1), Setup(g, s, sims=10, seed=0), {"table_mb": 1})
+    role.start()
+    steps = np.zeros(8, STEP)
+    steps[0]["hash"], steps[0]["idx"] = h0, 0
+    path_pos = np.zeros(8, np.uint64)
+    st, n, _ = select_steps(role.t, role.dt, g, back, role.p, new_rng(1), steps, 1, path_pos, role.history, 0, 1,
+                            role.local_slots, True)
+    assert (st, n) == (ST_PLAYOUT, 1)  # no record added: the root is not selected (nor updated) again
+    st, n, _ = select_steps(role.t, role.dt, g, s.copy(), role.p, new_rng(1), steps, 0, path_pos, role.history, 0, 1,
+                            role.local_slots, True)
+    assert n >= 1 or st != ST_PLAYOUT  # from the root itself selection goes on as usual
+
+
 def test_playouts_are_forwarded_only_when_moves_pile_up():
     role, g, s = _role(W=1, overload=1, balance_k=1.5)
     role.start()
@@ -206,21 +260,32 @@ def test_expand_then_select_again():
 
 
 def _run_parts(role, pkg):
-    """Run a package as a runtime does: every part (CONTINUE), returning the parts' kinds and the result."""
+    """Run a package as a runtime does: every part (CONTINUE, or several in one call: Package.parts),
+    returning the parts' kinds (those of one call in PART_KINDS order) and the result."""
     kinds = []
     while True:
-        kinds.append(pkg.kind)
+        kind = pkg.kind
         res = role.execute(pkg)
+        if pkg.parts is None:
+            kinds.append(kind)
+        else:
+            kinds += [k for k, n in zip(PART_KINDS, pkg.parts.tolist()) for _ in range(n)]
+            pkg.parts = None
         if res is not CONTINUE:
             return kinds, res
 
 
-def test_fused_package_runs_a_local_simulation_to_its_update():
-    role, g, s = _role(rank=0, M=1, overload=1)
+@pytest.mark.parametrize("split", [True, False])
+def test_fused_package_runs_a_local_simulation_to_its_update(split):
+    role, g, s = _role(rank=0, M=1, overload=1, chain=1)
+    role.record_parts(split)  # True: each part its own execute() call (a runtime that records them)
     pkg = role.start().pkgs[0]
     assert role.updates_running == 1  # a fused package that may update counts as a running update
     kinds, res = _run_parts(role, pkg)
-    assert kinds == [SELECT, EXPAND, SELECT, PLAYOUT, UPDATE]
+    if split:
+        assert kinds == [SELECT, EXPAND, SELECT, PLAYOUT, UPDATE]
+    else:
+        assert sorted(kinds) == sorted([SELECT, EXPAND, SELECT, PLAYOUT, UPDATE])
     out = role.on_work_done(pkg, res)
     assert role.done == 1 and role.updates_running == 1 and role.counts["playouts"] == 1
     assert role.counts["expands"] == 1 and role.t.visits[role.root_slot] == 1
@@ -229,13 +294,67 @@ def test_fused_package_runs_a_local_simulation_to_its_update():
     assert kinds[-1] == UPDATE and role.t.visits[role.root_slot] == 2  # the root is no longer expanded
 
 
-def test_fused_update_waits_for_a_dup():
+@pytest.mark.parametrize("split", [True, False])
+def test_chaining_package_finishes_local_simulations_and_starts_the_next(split):
+    role, g, s = _role(rank=0, M=1, overload=1, chain=4)  # quota 10, one in flight: 3 more may chain
+    role.record_parts(split)
+    pkg = role.start().pkgs[0]
+    first = pkg.sim_id
+    assert role.reserved == 3 and role.started == 1
+    kinds, res = _run_parts(role, pkg)
+    assert kinds.count(UPDATE) == 4 and kinds.count(PLAYOUT) == 4 and kinds[-1] == UPDATE
+    assert pkg.sim_id != first  # the trace sees the package's parts under each simulation's own id
+    assert role.done == 0  # nothing counted before on_work_done takes the package back
+    out = role.on_work_done(pkg, res)
+    assert role.done == 4 and role.started == 5 and role.in_flight == 1 and role.reserved == 3
+    assert role.counts["playouts"] == 4 and role.t.visits[role.root_slot] == 4
+    # the rest of the quota: 5 more simulations, of which the next package may chain 3
+    while out.pkgs:
+        (nxt,) = out.pkgs
+        out = role.on_work_done(nxt, _run_parts(role, nxt)[1])
+    assert role.done == role.started == 10 and role.reserved == 0 and role.in_flight == 0
+    assert role.t.visits[role.root_slot] == 10 and role.idle()
+
+
+def test_stamped_log_lists_every_part_of_a_chaining_package():
+    from engine.mpi.recorder import run_recorded
+
+    role, g, s = _role(rank=0, M=1, overload=1, chain=4)
+    role.record_parts(True, stamps=True)
+    assert role.part_log and not role.split_parts
+    pkg = role.start().pkgs[0]
+    first = pkg.sim_id
+    ticks = iter(range(100))
+    records = []
+    res, start, end = run_recorded(pkg, role.execute, lambda p: (p.kind, p.sim_id), lambda: float(next(ticks)),
+                                   3, records)
+    assert (start, end) == (0.0, 1.0) and pkg.log is None
+    kinds = [r[3] for r in records]
+    assert kinds.count(UPDATE) == kinds.count(PLAYOUT) == 4 and kinds[-1] == UPDATE
+    assert [r[4] for r in records][0] == first and len({r[4] for r in records}) == 4
+    ids = [r[4] for r in records]
+    assert all(ids[i] == ids[i + 1] or kinds[i] == UPDATE for i in range(len(ids) - 1))  # one sim after another
+    assert records[0][0] == 0.0 and records[-1][1] == 1.0 and all(r[2] == 3 for r in records)
+    assert all(a[1] == b[0] and a[0] <= a[1] for a, b in zip(records, records[1:]))  # back to back, in order
+    role.on_work_done(pkg, res)
+    assert role.done == 4
+
+
+def test_chain_leaves_room_for_s_par_in_flight():
+    role, _, _ = _role(rank=0, M=1, W=2, overload=3, chain=8)  # quota 10, W*O = 6 in flight
+    acts = role.start()
+    assert len(acts.pkgs) == 6 and role.reserved <= 10 - 6
+
+
+@pytest.mark.parametrize("split", [True, False])
+def test_fused_update_waits_for_a_dup(split):
     role, g, s = _role(rank=0, M=1, overload=1)
+    role.record_parts(split)
     role.to_dup.add(1)  # a node waits to be duplicated: a package handed out now stops before updating
     pkg = role.start().pkgs[0]
     assert role.updates_running == 0
     kinds, res = _run_parts(role, pkg)
-    assert kinds == [SELECT, EXPAND, SELECT, PLAYOUT]
+    assert sorted(kinds) == sorted([SELECT, EXPAND, SELECT, PLAYOUT]) and (kinds[-1] == PLAYOUT or not split)
     role.on_work_done(pkg, res)
     assert len(role.held_updates) == 1 and role.done == 0  # its update is held back like any other
 

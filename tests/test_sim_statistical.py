@@ -134,7 +134,8 @@ def test_idle_nap_slows_the_statistical_fidelity_like_the_functional():
     """io.idle_nap: an idle IO core sees input only at the end of its nap, so lightly loaded ranks wait
     for moves and updates; both fidelities lose worker time to it."""
     def run(fid, nap):
-        extra = {"table_mb": 2} if fid == "functional" else {}
+        # chain 1: the statistical fidelity does not model packages that chain simulations (params.chain)
+        extra = {"table_mb": 2, "chain": 1} if fid == "functional" else {}
         return simulate(SimConfig(algo="treesplit", nodes=2, seconds=0.03, warmup=0.01, fidelity=fid,
                                   params={"io.idle_nap": nap, **extra}))
 

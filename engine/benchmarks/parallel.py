@@ -30,7 +30,7 @@ import tempfile
 import time
 from typing import Any
 
-DEFAULT_LAYOUTS = "2x1,2x2"
+DEFAULT_LAYOUTS = "2x1,1x3"  # a 2-core machine: two ranks, or one rank whose IO thread feeds two workers
 METRICS = ("sims_per_s", "pps", "nps", "messages_per_sim", "hops_per_sim", "bytes_per_sim", "busy_frac",
            "cpu_us_per_sim")
 

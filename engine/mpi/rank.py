@@ -36,7 +36,7 @@ from engine.mpi.clock import synchronise
 from engine.mpi.comm import CONTROL, Endpoint
 from engine.mpi.config import DistributedConfig
 from engine.mpi.host import Host, make_host
-from engine.mpi.recorder import SAMPLE_EVERY, TELEMETRY_EVERY, Recorder
+from engine.mpi.recorder import SAMPLE_EVERY, TELEMETRY_EVERY, Recorder, run_recorded
 from engine.mpi.workers import WorkerPool
 from model.errors import ConfigError, UserError
 from model.roles.base import CONTINUE
@@ -126,6 +126,8 @@ class RankRuntime:
         # before the clock starts: rank 0's meta.json costs imports and file writes
         self.rec = Recorder(self.rank, cfg.trace, self._meta() if self.rank == 0 else None,
                             cfg.trace_sample_rate, cfg.telemetry)
+        if hasattr(host, "record_parts"):  # a role_factory host may not have it
+            host.record_parts(self.rec.recording)  # one record per part: see engine.mpi.recorder.run_recorded
         clock = synchronise(self.comm, self.cache)
         self.clock, self.now = clock, clock.now
         self.wake = threading.Event()
@@ -272,22 +274,16 @@ class RankRuntime:
 
     def _run_inline(self, pkg: Any) -> float:
         """Run one package on the IO thread; returns the time it ended."""
-        now, execute, recording = self.now, self.host.execute, self.rec.recording
-        if recording:
-            kind, sim_id = self.host.describe(pkg)
-        t0 = start = now()
-        result = execute(pkg)
-        t1 = now()
-        while result is CONTINUE:  # the package goes on with its next part: one record per part
-            if recording:
-                self.rec.io_packages.append((t0, t1, 0, kind, sim_id))
-                kind = self.host.describe(pkg)[0]
-            t0 = t1
+        now, execute = self.now, self.host.execute
+        if self.rec.recording:
+            result, start, t1 = run_recorded(pkg, execute, self.host.describe, now, 0, self.rec.io_packages)
+        else:
+            start = now()
             result = execute(pkg)
+            while result is CONTINUE:  # the package goes on with its next part
+                result = execute(pkg)
             t1 = now()
         self.io_busy += t1 - start
-        if recording:
-            self.rec.io_packages.append((t0, t1, 0, kind, sim_id))
         self._complete(pkg, result)
         return t1
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from model.roles.base import CONTINUE, PART_KINDS
 from model.trace import Meta, TraceWriter
 
 SAMPLE_EVERY = 0.1
@@ -21,6 +22,46 @@ def _keep_mask(sim_ids: np.ndarray, rate: float) -> np.ndarray:
         return np.ones(len(sim_ids), dtype=bool)
     h = (sim_ids.astype(np.uint64) * _KEEP_MULT) >> np.uint64(11)
     return (h.astype(np.float64) / float(1 << 53)) < rate
+
+
+def run_recorded(pkg, execute, describe, now, worker: int, records) -> tuple[Any, float, float]:
+    """Run a package and all of its parts (model.roles.CONTINUE), appending one package record
+    (t_start, t_end, worker, kind, sim_id) per part to `records`; returns (result, start, end).
+
+    A part's kind and simulation are read before it runs (a chaining package moves on to its next
+    simulation between parts). A call that ran several parts and logged them (Package.log) gives one record
+    per logged part, placed between the call's start and end in proportion to its cycle-counter stamps."""
+    kind, sim_id = describe(pkg)
+    t0 = start = now()
+    while True:
+        result = execute(pkg)
+        t1 = now()
+        log = getattr(pkg, "log", None)  # packages of a role_factory host may not have one
+        if log is None:
+            records.append((t0, t1, worker, kind, sim_id))
+        else:
+            pkg.log = None
+            records.extend(_logged_parts(t0, t1, worker, log))
+        if result is not CONTINUE:
+            return result, start, t1
+        kind, sim_id = describe(pkg)
+        t0 = t1
+
+
+def _logged_parts(t0: float, t1: float, worker: int, log) -> list[tuple]:
+    kinds, sims, stamps, labels = log
+    kinds, sims, stamps = kinds.tolist(), sims.tolist(), stamps.tolist()
+    n = len(kinds)
+    span = stamps[n] - stamps[0] if n else 0
+    out = []
+    prev = t0
+    for i in range(n):
+        # a counter that did not move (or went back: another core's) spreads the parts evenly
+        end = t0 + (t1 - t0) * ((stamps[i + 1] - stamps[0]) / span if span > 0 else (i + 1) / n)
+        end = min(max(end, prev), t1)
+        out.append((prev, end, worker, PART_KINDS[kinds[i]], labels[sims[i]]))
+        prev = end
+    return out
 
 
 class Recorder:

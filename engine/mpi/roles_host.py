@@ -157,6 +157,9 @@ class RolesHost:
     def describe(self, pkg) -> tuple[str, int]:
         return pkg.kind, pkg.sim_id
 
+    def record_parts(self, on: bool) -> None:
+        self.role.record_parts(on, stamps=True)  # the runtime places logged parts (recorder.run_recorded)
+
     def on_work_done(self, pkg, result):
         return self._out(self.role.on_work_done(pkg, result))
 

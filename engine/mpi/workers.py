@@ -20,6 +20,7 @@ import traceback
 from collections import deque
 from typing import Any, Callable
 
+from engine.mpi.recorder import run_recorded
 from model.roles.base import CONTINUE
 
 
@@ -98,21 +99,15 @@ class WorkerPool:
                             self._sleeping -= 1
                     continue
                 if self.record:
-                    kind, sim_id = describe(pkg)
-                t0 = start = now()
-                result = execute(pkg)
-                t1 = now()
-                while result is CONTINUE:  # the package goes on with its next part: one record per part
-                    if self.record:
-                        records[w].append((t0, t1, w, kind, sim_id))
-                        kind = describe(pkg)[0]
-                    t0 = t1
+                    result, start, t1 = run_recorded(pkg, execute, describe, now, w, records[w])
+                else:
+                    start = now()
                     result = execute(pkg)
+                    while result is CONTINUE:  # the package goes on with its next part
+                        result = execute(pkg)
                     t1 = now()
                 self.busy_time[w] += t1 - start
                 self.packages_done[w] += 1
-                if self.record:
-                    records[w].append((t0, t1, w, kind, sim_id))
                 complete(pkg, result, w)
         except BaseException as e:  # reported by the IO thread, which aborts the job
             self.error_text = f"worker {w}: {type(e).__name__}: {e}"

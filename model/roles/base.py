@@ -10,6 +10,7 @@ from typing import Any
 
 # Work-package kinds (model.trace.PACKAGE_KINDS)
 SELECT, EXPAND, PLAYOUT, UPDATE, SYNC, BCAST, IO = "select", "expand", "playout", "update", "sync", "bcast", "io"
+PART_KINDS = (SELECT, EXPAND, PLAYOUT, UPDATE)  # Package.parts counts these, in this order
 
 
 class _Continue:
@@ -35,9 +36,14 @@ class Package:
     front     a continuation of a simulation that just ran here: the runtime may run it next on the same
               worker (seed 000 keeps a simulation on its core while it stays on the rank)
     cost      None: the simulator charges the profile's service time for `kind`; else seconds to charge
+    parts     None, or set by an execute() that ran several parts in one call: counts per kind (PART_KINDS),
+              which the simulator charges (the loopback counts) instead of the one `kind`
+    log       None, or with parts, when the role was asked for stamps (Role.record_parts): (kinds, sims,
+              stamps, labels): per part its PART_KINDS index, which simulation (an index into labels, the
+              sim_ids) and the cycle counter after it (model/cycles.py; stamps[0]: at the call's start)
     """
 
-    __slots__ = ("kind", "sim_id", "payload", "front", "cost")
+    __slots__ = ("kind", "sim_id", "payload", "front", "cost", "parts", "log")
 
     def __init__(self, kind: str, sim_id: int = -1, payload: Any = None, front: bool = False,
                  cost: float | None = None):
@@ -46,6 +52,8 @@ class Package:
         self.payload = payload
         self.front = front
         self.cost = cost
+        self.parts = None
+        self.log = None
 
     def __repr__(self) -> str:
         return f"Package({self.kind}, sim={self.sim_id})"
@@ -161,6 +169,11 @@ class Role:
 
     def on_timer(self, token: Any) -> Actions:
         return Actions()
+
+    def record_parts(self, on: bool, stamps: bool = False) -> None:
+        """The runtime records every part of a package on its own (a trace): each part as its own execute()
+        call (base.CONTINUE) rather than several in one, so that each gets its own times; or, with stamps
+        (a runtime that can place them), several in one call with a stamped log of them (Package.log)."""
 
     def stop(self) -> Actions:
         """Start no new simulations (budget reached, time up, or a stop request); in-flight ones go on."""

@@ -77,6 +77,8 @@ class GroupRank(Role):
     def __init__(self, rank: int, groups: Groups, inner: Role):
         self.rank, self.layout, self.groups, self.inner = rank, groups.layout, groups, inner
         self.group = groups.group(rank)
+        if hasattr(inner, "sim_label"):
+            inner.sim_label = self._sim  # a chaining package renames itself to its next simulation
 
     def _sim(self, local_id: int) -> int:
         return -1 if local_id < 0 else local_id * self.groups.G + self.group
@@ -110,6 +112,9 @@ class GroupRank(Role):
 
     def on_timer(self, token) -> Actions:
         return self._out(self.inner.on_timer(token))
+
+    def record_parts(self, on: bool, stamps: bool = False) -> None:
+        self.inner.record_parts(on, stamps)
 
     def stop(self) -> Actions:
         return self._out(self.inner.stop())
@@ -175,6 +180,7 @@ class HybridSearch(GroupRank):
         super().__init__(rank, groups, inner)
         self.merging = G > 1
         self.since_merge = 0
+        inner.chain = min(inner.chain, self.params.merge_every)  # no package finishes more than a merge period
         self.export_due = False
         self.final = False
         self.kept: list[np.ndarray] = []
@@ -275,7 +281,7 @@ class HybridSearch(GroupRank):
             self._export(out)
         self.since_merge += self.inner.done - done
         if self.since_merge >= self.params.merge_every and not self.inner.stopped:
-            self.since_merge = 0
+            self.since_merge -= self.params.merge_every  # a chaining package may pass it by several
             self.export_due = True  # sent once the merged nodes' increments are flushed
             acts = Actions()
             self.inner.to_flush.update(self.merged_rows)

@@ -19,7 +19,7 @@ import random
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from model.roles.base import CONTINUE, Actions, Role
+from model.roles.base import CONTINUE, PART_KINDS, Actions, Role
 from model.roles.messages import decode
 
 
@@ -112,8 +112,14 @@ class Loopback:
         """Run a package, all of its parts (base.CONTINUE), counting each part under its kind."""
         counts = self.run_info.packages
         while True:
-            counts[(rank, pkg.kind)] += 1
+            kind = pkg.kind
             result = role.execute(pkg)
+            if pkg.parts is None:
+                counts[(rank, kind)] += 1
+            else:  # several parts in one call
+                for k, n in zip(PART_KINDS, pkg.parts.tolist()):
+                    counts[(rank, k)] += n
+                pkg.parts = None
             if result is not CONTINUE:
                 return result
 

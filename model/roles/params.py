@@ -24,10 +24,14 @@ class SearchParams:
     overload: int = 5             # O: simulations in flight per worker, S_par = (C-1) M O (seed 000 4.2.4)
     fuse: bool = True             # a simulation's steps on one rank run as one package (treesplit, tds, root,
     #                               hybrid; leaf and dfuct always run one package per step)
+    chain: int = 64               # most simulations one fused package runs back to back while each stays on
+    #                               its origin rank from root to update with no sync due (1: one per package;
+    #                               a package costs ~0.1 ms of Python, a 9x9 simulation ~20 us of kernel)
 
     def validate(self) -> None:
         check(self.table_mb > 0, "table_mb", "must be > 0")
         check(isinstance(self.overload, int) and self.overload >= 1, "overload", "must be an integer >= 1")
+        check(isinstance(self.chain, int) and self.chain >= 1, "chain", "must be an integer >= 1")
 
 
 @dataclass

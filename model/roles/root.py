@@ -27,7 +27,7 @@ class RootSearch(TreesplitSearch):
                  params: RootParams | None = None, table=None):
         self.root_params = params or RootParams()
         rp = self.root_params
-        ts = TreesplitParams(table_mb=rp.table_mb, overload=rp.overload, fuse=rp.fuse,
+        ts = TreesplitParams(table_mb=rp.table_mb, overload=rp.overload, fuse=rp.fuse, chain=rp.chain,
                              n_dup=max(1, rp.merge_min_visits), forward_playouts=False,
                              dup_rows=TreesplitParams().dup_rows)
         super().__init__(rank, layout, setup, uct, ts, table)
@@ -40,6 +40,7 @@ class RootSearch(TreesplitSearch):
         self.y[Y_NDUP] = max(1, rp.merge_min_visits) if self.M > 1 else math.inf
         self.y[Y_NSYNC_MIN] = self.y[Y_NSYNC_MAX] = math.inf  # increments go out on the merge period only
         self.since_merge = 0
+        self.chain = min(self.chain, rp.merge_every)  # a package must not finish more than a merge period
 
     def on_message(self, msg: Message) -> Actions:
         if msg.kind != MERGE:
@@ -56,7 +57,7 @@ class RootSearch(TreesplitSearch):
         if self.done != done_before and self.M > 1:
             self.since_merge += self.done - done_before
             if self.since_merge >= self.root_params.merge_every:
-                self.since_merge = 0
+                self.since_merge -= self.root_params.merge_every  # a chaining package may pass it by several
                 self.counts["merges"] += 1
                 self.flush_all = True
                 self._kick_sync(out)

@@ -24,6 +24,7 @@ from numba import njit
 
 from model import game
 from model.atomics import atomic_add, atomic_add2, atomic_load
+from model.cycles import cycles
 from model.ownership import owner
 from model.roles.dup import dup_row
 from model.tt import UNEXPANDED, lookup
@@ -53,6 +54,14 @@ def replay(g, s_root, steps, n, s, path_pos):
     return d
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _hash_on_path(steps, n, h):
+    for k in range(n):
+        if steps[k].hash == h:
+            return True
+    return False
+
+
 @njit(cache=True, nogil=True)
 def _leaf(steps, n, h, me, player):
     steps[n].hash = h
@@ -77,6 +86,9 @@ def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, 
     expand_at = p[P_EXPAND]
     while True:
         h = game.hash(g, s)
+        if n > 0 and _hash_on_path(steps, n, h):
+            # back at a node of this path (as run_simulations: the walk ends, played out from here)
+            return ST_PLAYOUT, n, 0
         slot = 0
         if n_ranks == 1:
             slot, _ = lookup(t, h, insert)
@@ -214,3 +226,95 @@ def add_path_vloss(t, steps, n, times):
             slot, _ = lookup(t, steps[k].hash, False)
             if slot != 0:
                 atomic_add2(t.vloss, slot, steps[k].idx, times)
+
+
+# run_fused: the part a fused package stopped in (its kind; what execute() hands back for it); also the
+# columns of its parts counter (model.roles.base.PART_KINDS). A_*: columns of its chain accumulator.
+F_SELECT, F_EXPAND, F_PLAYOUT, F_UPDATE = 0, 1, 2, 3
+A_DONE, A_RECORDS, A_EDGES, A_MISSING, A_LOG = 0, 1, 2, 3, 4
+A_LEN = 5
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _log(log_kind, log_sim, log_t, acc, kind):
+    i = acc[A_LOG]
+    log_kind[i] = kind
+    log_sim[i] = acc[A_DONE]
+    log_t[i + 1] = cycles()
+    acc[A_LOG] = i + 1
+
+
+def log_capacity(chain: int, max_depth: int) -> int:
+    """Entries a run_fused part log needs: a simulation runs at most 1 + e selects for e <= max_depth + 1
+    expansions, one playout and one update."""
+    return chain * (2 * max_depth + 5)
+
+
+@njit(cache=True, nogil=True)
+def run_fused(t, dt, g, s, p, y, rng, steps, n, path_pos, history, me, n_ranks, local_slots, insert,
+              fuse_playout, may_update, amaf, amaf_up, buf, out_sync, out_dup, s_root, root_pos, chain, halt, acc,
+              parts, log_kind, log_sim, log_t):
+    """A fused package's parts in one call: select -> expand -> select ... -> playout (if fuse_playout) ->
+    this rank's update (if may_update), each exactly as its own kernel above, stopping where the role must
+    decide (a MOVE, a leaf whose playout may be forwarded, a loss in the tree, an expansion another thread
+    won without fuse_playout).
+
+    chain: how many more simulations may follow from the root (s_root, root_pos) when this one was started
+    here and ends in an update with no sync or duplication due: the role's chaining (params.chain) without
+    going back to Python, unless the role raised a flag in halt (int64[2]: stopped, a duplication waits; set
+    by other threads, read between simulations); acc (int64[A_LEN]) sums the finished ones by A_*. parts (int64[4]) counts the parts
+    run by kind F_*. amaf gets the playout's map, amaf_up is the copy the update consumes (the UPDATE
+    messages carry amaf). Returns (stopped in F_*, select outcome, its arg, n, result, sync rows, dup slots,
+    missing).
+
+    A part log for the trace, when log_kind is not empty (log_capacity(chain + 1, max depth) entries): per
+    part its kind, the simulation (0: the first, k: the k-th chained one) and the cycle counter after it
+    (model/cycles.py; log_t[0] is taken at the start); acc[A_LOG] counts the entries."""
+    rave = p[P_RAVE] != 0.0
+    logging = log_kind.shape[0] > 0
+    if logging:
+        log_t[0] = cycles()
+    while True:
+        while True:
+            parts[F_SELECT] += 1
+            st, n, arg = select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks,
+                                      local_slots, insert)
+            if logging:
+                _log(log_kind, log_sim, log_t, acc, F_SELECT)
+            if st == ST_EXPAND:
+                parts[F_EXPAND] += 1
+                ok, n = expand_node(t, g, s, np.int64(arg), buf, steps, n, me)
+                if logging:
+                    _log(log_kind, log_sim, log_t, acc, F_EXPAND)
+                if ok:
+                    insert = True
+                    continue
+                if not fuse_playout:
+                    return F_EXPAND, st, arg, n, 0.0, 0, 0, 0
+            elif st != ST_PLAYOUT or not fuse_playout:
+                return F_SELECT, st, arg, n, 0.0, 0, 0, 0
+            break
+        parts[F_PLAYOUT] += 1
+        result = playout(g, s, rng, amaf)
+        if logging:
+            _log(log_kind, log_sim, log_t, acc, F_PLAYOUT)
+        if not may_update:
+            return F_PLAYOUT, ST_PLAYOUT, 0, n, result, 0, 0, 0
+        parts[F_UPDATE] += 1
+        if rave:
+            amaf_up[:] = amaf
+        ns, nd, missing = update_steps(t, dt, g, steps, n, me, result, amaf_up if rave else amaf_up[:0], p, y,
+                                       n_ranks, local_slots, out_sync, out_dup)
+        if logging:
+            _log(log_kind, log_sim, log_t, acc, F_UPDATE)
+        if chain <= 0 or ns != 0 or nd != 0 or atomic_load(halt, 0) != 0 or atomic_load(halt, 1) != 0:
+            return F_UPDATE, ST_PLAYOUT, 0, n, result, ns, nd, missing
+        chain -= 1
+        acc[A_DONE] += 1
+        acc[A_RECORDS] += n
+        acc[A_EDGES] += n - (1 if n > 0 and steps[n - 1].idx < 0 else 0)
+        acc[A_MISSING] += missing
+        s[:] = s_root
+        n = 0
+        path_pos[0] = root_pos
+        insert = True

@@ -22,7 +22,9 @@ snapshot and the delta counters.
 
 from __future__ import annotations
 
+import itertools
 import random
+import threading
 from collections import Counter
 
 import numpy as np
@@ -37,8 +39,9 @@ from model.roles.messages import SYNC as SYNC_MSG
 from model.roles.messages import UPDATE as UPDATE_MSG
 from model.roles.params import TreesplitParams
 from model.roles.steps import (ST_EXPAND, ST_MOVE, ST_PLAYOUT, Y_ALPHA, Y_DUP_DEPTH, Y_LEN, Y_NDUP,
-                               Y_NSYNC_MAX, Y_NSYNC_MIN, Y_TRACK, expand_node, playout, replay, select_steps,
-                               update_steps)
+                               Y_NSYNC_MAX, Y_NSYNC_MIN, Y_TRACK, A_DONE, A_EDGES, A_LEN, A_LOG, A_MISSING,
+                               A_RECORDS, F_EXPAND, F_PLAYOUT, F_UPDATE, expand_node, log_capacity, playout, replay,
+                               run_fused, select_steps, update_steps)
 from model.ownership import owner
 from model.rng import new_rng
 from model.tt import current_nodes, lookup, new_search, new_table, slots_for
@@ -49,7 +52,8 @@ class Sim:
     """A simulation while it is on this rank (package payload)."""
 
     __slots__ = ("sim_id", "steps", "n", "s", "path_pos", "insert", "moved", "slot", "rng", "playouts", "fuse",
-                 "fuse_playout", "may_update", "expands", "result", "amaf")
+                 "fuse_playout", "may_update", "expands", "result", "amaf", "origin", "chain_left", "chain_done",
+                 "chain_records", "chain_edges", "chain_missing")
 
     def __init__(self, sim_id: int, steps: np.ndarray, n: int):
         self.sim_id = sim_id
@@ -71,6 +75,16 @@ class Sim:
         self.expands = 0       # expansions run inside the current package
         self.result = 0.0      # the playout's result and AMAF map, kept for the UPDATE messages
         self.amaf = None
+        # Chaining (params.chain): a simulation started here (origin) that runs from the root to its update
+        # inside one fused package is finished in that package, which goes on with a new simulation, up to
+        # chain_left more times; what the finished ones add up to waits here for on_work_done (the role's
+        # counters are only touched there).
+        self.origin = False
+        self.chain_left = 0
+        self.chain_done = 0
+        self.chain_records = 0
+        self.chain_edges = 0
+        self.chain_missing = 0
 
 
 class SyncJob:
@@ -124,6 +138,7 @@ class TreesplitSearch(Role):
         # Fused packages (base.CONTINUE): a simulation's steps on this rank run as one package. Subclasses
         # whose hooks look at each step's result (leaf, dfuct) turn it off.
         self.fuse = bool(self.params.fuse)
+        self.chain = int(self.params.chain)
         y = np.zeros(Y_LEN)
         y[Y_NSYNC_MIN], y[Y_NSYNC_MAX] = self.params.n_sync_min, self.params.n_sync_max
         y[Y_ALPHA], y[Y_NDUP] = self.params.alpha, self.params.n_dup
@@ -141,9 +156,19 @@ class TreesplitSearch(Role):
         # the hot kernels, called without per-call type resolution (argument types stay fixed per role)
         self._select, self._update_k = Bound(select_steps), Bound(update_steps)
         self._expand, self._playout, self._replay = Bound(expand_node), Bound(playout), Bound(replay)
+        self._fused = Bound(run_fused)
+        self._no_log = (np.empty(0, np.int8), np.empty(0, np.int32), np.empty(0, np.int64))
         # state of the role (touched by the IO side only)
         self.started = 0
         self.done = 0
+        self.reserved = 0             # simulations that chaining packages out there may still start
+        # what a chaining kernel looks at between simulations: [stopped, a duplication waits]
+        self.halt = np.zeros(2, np.int64)
+        self._ids = itertools.count()  # next() is atomic: a chaining worker draws ids without the role lock
+        self.sim_label = int          # package sim_id for the trace (hybrid maps group-local ids)
+        self.split_parts = False      # record_parts(): each part its own kernel call, for per-part records
+        self.part_log = False         # record_parts(stamps=True): one call, with a stamped log of its parts
+        self._logs = threading.local()  # per worker thread: the part log buffers
         self.in_flight = 0
         self.stopped = False
         self.final_synced = False
@@ -187,17 +212,73 @@ class TreesplitSearch(Role):
         out.msgs.append(Message(kind, self.rank, dst, payload, sim_id))
 
     def _new_sim(self, out: Actions) -> None:
-        sim_id = self.rank + self.M * self.started
+        sim_id = self.rank + self.M * next(self._ids)
         self.started += 1
         self.in_flight += 1
         sim = Sim(sim_id, np.empty(self.max_depth + 2, STEP), 0)
         sim.s = self.root.copy()
         sim.path_pos = np.empty(self.max_depth + 2, np.uint64)
         sim.path_pos[0] = self.root_pos
+        sim.origin = True
+        if self.fuse and self.chain > 1:
+            left = self.chain - 1
+            if self.quota is not None:  # only what the quota has beyond keeping S_par / M in flight
+                spare = self.quota - self.started - self.reserved - max(self.target - self.in_flight, 0)
+                left = min(left, spare)
+            sim.chain_left = max(left, 0)
+            self.reserved += sim.chain_left
         self._sim_pkg(out, SELECT, sim)
 
     def _may_start(self) -> bool:
-        return not self.stopped and (self.quota is None or self.started < self.quota)
+        return not self.stopped and (self.quota is None or self.started + self.reserved < self.quota)
+
+    def _chained(self, pkg: Package, sim: Sim, done: int, records: int, edges: int, missing: int) -> list[int]:
+        """`done` simulations finished in this package, which now carries the origin's next one under a new
+        id. Runs on the worker, without the role lock: only the package's own Sim is written; the role's
+        counters take it in at on_work_done (_chain_settle). Returns the trace labels of the new ids."""
+        sim.chain_left -= done
+        sim.chain_done += done
+        sim.chain_records += records
+        sim.chain_edges += edges
+        sim.chain_missing += missing
+        labels = []
+        for _ in range(done):
+            sim.sim_id = self.rank + self.M * next(self._ids)
+            labels.append(self.sim_label(sim.sim_id))
+        pkg.sim_id = labels[-1]
+        sim.rng = None  # a stream of its own from its own id (workers > 1)
+        return labels
+
+    def _chain_next(self, pkg: Package, sim: Sim, missing: int) -> None:
+        """The simulation of this package ended here (a part-by-part run): on with the origin's next one."""
+        n = sim.n
+        self._chained(pkg, sim, 1, n, n - (1 if n and sim.steps[n - 1]["idx"] < 0 else 0), int(missing))
+        sim.n = 0
+        sim.s[:] = self.root
+        sim.path_pos[0] = self.root_pos
+        sim.insert = True
+        sim.amaf = None
+        sim.fuse_playout = not self._forwarding()
+        pkg.kind = SELECT
+
+    def _chain_settle(self, sim: Sim) -> None:
+        """Take in what a chaining package finished (on_work_done, under the role lock) and give back the
+        simulations it was allowed to start and did not."""
+        k = sim.chain_done
+        if k:
+            self.started += k
+            self.done += k
+            c = self.counts
+            c["playouts"] += k
+            c["updates"] += k
+            c["updates_local"] += k
+            c["records_finished"] += sim.chain_records
+            c["edges_finished"] += sim.chain_edges
+            if sim.chain_missing:
+                c["update_missing"] += sim.chain_missing
+            sim.chain_done = sim.chain_records = sim.chain_edges = sim.chain_missing = 0
+        self.reserved -= k + sim.chain_left
+        sim.chain_left = 0
 
     def _fill(self, out: Actions) -> None:
         while self.in_flight < self.target and self._may_start():
@@ -267,6 +348,8 @@ class TreesplitSearch(Role):
 
     def execute(self, pkg: Package):
         kind = pkg.kind
+        if kind == SELECT and pkg.payload.fuse and not self.split_parts:
+            return self._execute_fused(pkg)
         if kind == SELECT:
             sim = pkg.payload
             if sim.s is None:
@@ -310,6 +393,12 @@ class TreesplitSearch(Role):
                 ns, nd, missing = self._update_k(self.t, self.dt, self.g, sim.steps, n, self.rank, sim.result,
                                                  amaf, self.p, self.y, self.kernel_ranks, self.local_slots,
                                                  out_sync, out_dup)
+                # Started here and never left, so this was its only update: finished. Racy reads of stopped
+                # and to_dup only make a chain one simulation longer or shorter.
+                if sim.chain_left > 0 and sim.origin and ns == 0 and nd == 0 and not self.stopped \
+                        and not self.to_dup:
+                    self._chain_next(pkg, sim, missing)
+                    return CONTINUE
                 return out_sync[:ns], out_dup[:nd], missing
             n = len(job.steps)
             amaf = self.no_amaf if job.amaf is None else job.amaf.copy()
@@ -335,6 +424,49 @@ class TreesplitSearch(Role):
         if kind == SYNC:
             return self._run_sync(pkg.payload)
         raise ValueError(f"treesplit search rank: no {kind} packages")
+
+    def _execute_fused(self, pkg: Package):
+        """A fused package that starts with a selection, in one kernel call (model.roles.steps.run_fused),
+        chaining included. It hands back what its last part would have (see execute) and leaves the parts
+        it ran in pkg.parts for runtimes that charge per part."""
+        sim = pkg.payload
+        if sim.s is None:
+            sim.s = np.empty_like(self.root)
+            sim.path_pos = np.empty(self.max_depth + 2, np.uint64)
+            self._replay(self.g, self.root, sim.steps, sim.n, sim.s, sim.path_pos)
+        na, k = self.n_actions, self.max_depth + 2
+        parts = np.zeros(4, np.int64)
+        acc = np.zeros(A_LEN, np.int64)
+        amaf = np.empty(na, np.int8)
+        out_sync, out_dup = np.empty(k, np.int64), np.empty(k, np.int64)
+        chain = sim.chain_left if sim.origin else 0
+        logs = self._log_buffers() if self.part_log else self._no_log
+        stop, st, arg, n, result, ns, nd, missing = self._fused(
+            self.t, self.dt, self.g, sim.s, self.p, self.y, self._rng(sim), sim.steps, sim.n, sim.path_pos,
+            self.history, self.rank, self.kernel_ranks, self.local_slots, sim.insert, sim.fuse_playout,
+            sim.may_update, amaf, np.empty(na if self.rave else 0, np.int8), np.empty(na, np.int64), out_sync,
+            out_dup, self.root, self.root_pos, min(chain, self.chain - 1), self.halt, acc, parts, *logs)
+        sim.n = n
+        pkg.parts = parts
+        sim.expands += int(parts[F_EXPAND])
+        done = int(acc[A_DONE])
+        labels = [pkg.sim_id]
+        if done:
+            labels += self._chained(pkg, sim, done, int(acc[A_RECORDS]), int(acc[A_EDGES]), int(acc[A_MISSING]))
+        if self.part_log:
+            m = int(acc[A_LOG])
+            pkg.log = (logs[0][:m], logs[1][:m], logs[2][:m + 1], labels)
+        if stop == F_UPDATE:
+            sim.result, sim.amaf = result, amaf
+            pkg.kind = UPDATE
+            return out_sync[:ns], out_dup[:nd], missing
+        if stop == F_PLAYOUT:
+            pkg.kind = PLAYOUT
+            return result, amaf
+        if stop == F_EXPAND:
+            pkg.kind = EXPAND
+            return False
+        return st, arg
 
     def on_work_done(self, pkg: Package, result) -> Actions:
         out = Actions()
@@ -379,13 +511,28 @@ class TreesplitSearch(Role):
             self._sync_done(out, pkg.payload, result)
         return out
 
+    def record_parts(self, on: bool, stamps: bool = False) -> None:
+        from model.cycles import counting
+
+        self.part_log = on and stamps and counting()
+        self.split_parts = on and not self.part_log
+
+    def _log_buffers(self):
+        b = getattr(self._logs, "b", None)
+        if b is None:
+            cap = log_capacity(self.chain, self.max_depth)
+            b = self._logs.b = (np.empty(cap, np.int8), np.empty(cap, np.int32), np.empty(cap + 1, np.int64))
+        return b
+
     def stop(self) -> Actions:
         self.stopped = True
+        self.halt[0] = 1
         return Actions()
 
     def final_sync(self) -> Actions:
         out = Actions()
         self.stopped = True
+        self.halt[0] = 1
         if self.y[Y_TRACK] != 0.0:
             self.flush_all = True
             self._kick_sync(out)
@@ -406,6 +553,8 @@ class TreesplitSearch(Role):
         if sim.moved:
             sim.moved = False
             self.moves_held -= 1
+        if sim.origin:
+            self._chain_settle(sim)
         if sim.expands:
             self.counts["expands"] += sim.expands
             sim.expands = 0
@@ -444,6 +593,7 @@ class TreesplitSearch(Role):
             self.to_flush.update(sync_rows.tolist())
         if len(dup_slots):
             self.to_dup.update(dup_slots.tolist())
+            self.halt[1] = 1
         if origin_done:
             self.done += 1
             self.in_flight -= 1
@@ -499,14 +649,17 @@ class TreesplitSearch(Role):
             return
         if self.gate_syncs and self.updates_running:
             self.to_dup.add(-1)  # holds back new updates until the running ones are done; -1 is no slot
+            self.halt[1] = 1
             return
         self.to_dup.discard(-1)
+        self.halt[1] = int(bool(self.to_dup))
         dups = [d for d in dups if d >= 0]
         job = SyncJob(self.rows_in, dups, list(self.to_flush), self.flush_all)
         self.rows_in, self.to_flush, self.flush_all = [], set(), False
         gate = bool(dups) or self.gate_syncs
         if gate:
             self.to_dup = set()
+            self.halt[1] = 0
             self.dup_running = True
         self.sync_running = True
         self._pkg(out, SYNC, -1, job)
