@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.runner import kept
 from model.config import check
 
 QUESTION = ("How do root, leaf, tds, dfuct and treesplit compare by playouts per second (PPS) and nodes per second "
@@ -164,14 +165,14 @@ def predict(cfg: Config, game: str, algo: str, on_point=None) -> list[dict]:
 
 
 def run(cfg: Config, out: Path):
-    kept = Path(out) / "measured.csv"
+    earlier = Path(out) / "measured.csv"
     if cfg.reuse_measured:
-        if not kept.exists():
+        if not earlier.exists():
             from model.errors import UserError
 
-            raise UserError(f"reuse_measured: no {kept} from an earlier run")
-        measured = pd.read_csv(kept)
-        print(f"  measured rows kept from {kept} ({len(measured)})", flush=True)
+            raise UserError(f"reuse_measured: no {earlier} from an earlier run")
+        measured = pd.read_csv(earlier)
+        print(f"  measured rows kept from {earlier} ({len(measured)})", flush=True)
     else:
         measured = measure_all(cfg)
     pred = []
@@ -180,7 +181,8 @@ def run(cfg: Config, out: Path):
             pred += predict(cfg, game, algo, lambda r: print(
                 f"  predicted {r['game']} {r['algo']} {r['nodes']} CNs: {r['pps']:.3g} PPS, busy {r['busy_frac']:.2f}",
                 flush=True))
-    return outcome(cfg, {"measured": measured, "bench16": bench_16core(), "predicted": pd.DataFrame(pred)})
+    tables = {"measured": measured, "bench16": bench_16core(), "predicted": pd.DataFrame(pred)}
+    return outcome(cfg, kept(out, tables))
 
 
 def measure_all(cfg: Config) -> pd.DataFrame:

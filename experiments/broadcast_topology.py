@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from experiments.runner import kept
 from model.config import check
 
 QUESTION = ("Which m-connected k-ary n-cube does eq. 4.8/4.9 choose for each number of broadcast ranks, and does "
@@ -226,7 +227,7 @@ def run(cfg: Config, out: Path):
                 for o, hs in fig_chk["hops"].items() for r, h in hs.items()]
     sweep = sweep_topologies(cfg.sweep_max, cfg.sweep_peers)
     print(f"  sweep: {int(sweep.all_once.sum())}/{len(sweep)} networks exactly-once within the bound", flush=True)
-    return outcome(cfg, {"table_4_1": table, "figure_4_5_hops": pd.DataFrame(fig_rows), "sweep": sweep},
+    return outcome(cfg, kept(out, {"table_4_1": table, "figure_4_5_hops": pd.DataFrame(fig_rows), "sweep": sweep}),
                    fig_chk=fig_chk)
 
 

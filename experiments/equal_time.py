@@ -1,8 +1,8 @@
 """Issue 3's strength goal: on 9x9 at equal wall time per move, do `tree` (2 threads) and `treesplit` (2 ranks x 1
-thread, or `treesplit-1x3`: one rank with an IO thread and 2 workers) beat the sequential engine? Each slot is one `treesplit match` of our engine against
-`treesplit gtp --algo sequential` at the same seconds per move, colours alternating; slots run at once, each
-optionally confined to two CPUs of its own (`--pin`: taskset), under a wall-clock budget after which the
-games played so far are kept.
+thread, or `treesplit-1x3`: one rank with an IO thread and 2 workers) beat the sequential engine? Each slot is
+one `treesplit match` of our engine against `treesplit gtp --algo sequential` at the same seconds per move,
+colours alternating; slots run at once, each optionally confined to two CPUs of its own (`--pin`: taskset),
+under a wall-clock budget after which the games played so far are kept.
 
     .venv/bin/python -m experiments.equal_time run --algo tree --slots 6 --games 40 --out /tmp/eq-tree
     .venv/bin/python -m experiments.equal_time run --algo treesplit --slots 2 --pin --out /tmp/eq-ts

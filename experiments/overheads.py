@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.runner import kept
 from model.config import check
 
 QUESTION = ("How is computation time split among the work-package kinds, how often does each kind occur and how "
@@ -131,7 +132,7 @@ def run(cfg: Config, out: Path):
         shutil.rmtree(tmp, ignore_errors=True)
     table = pd.DataFrame(rows)
     game = pd.DataFrame({"move": range(1, len(record) + 1), "vertex": record})
-    return outcome(cfg, {"overheads": table, "game": game})
+    return outcome(cfg, kept(out, {"overheads": table, "game": game}))
 
 
 def _stacked(t: pd.DataFrame, mode: str, kinds: list[str], title: str):

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.runner import kept
 from model.config import check
 
 QUESTION = ("How much playing strength do S_par simulations in flight lose against the sequential search at "
@@ -81,7 +82,7 @@ def run(cfg: Config, out: Path):
                       f"[{_fmt(r['elo_low'])}, {_fmt(r['elo_high'])}], {r['mean_game_seconds']:.1f} s/game", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    result = outcome(cfg, {"points": pd.DataFrame(rows)})
+    result = outcome(cfg, kept(out, {"points": pd.DataFrame(rows)}))
     partial.unlink(missing_ok=True)  # only now: a report that fails to build must not take the games with it
     return result
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.runner import kept
 from model.config import check
 
 QUESTION = ("How do N_dup and N_sync (min, max = 2 min) change synchronisation traffic, hops per simulation, load "
@@ -135,7 +136,7 @@ def run(cfg: Config, out: Path):
     tables = {"sweeps": pd.DataFrame(rows)}
     if strength:
         tables["strength"] = pd.DataFrame(strength)
-    return outcome(cfg, tables)
+    return outcome(cfg, kept(out, tables))
 
 
 def _sweep_fig(d: pd.DataFrame, x: str, title: str, x_label: str):

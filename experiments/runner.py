@@ -97,6 +97,15 @@ def rebuild_report(name: str, d: Path, inline: bool = False) -> Path:
     return report
 
 
+def kept(out: Path, tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Write a run's tables to out/NAME.csv before its report is built, and hand them back: a report that
+    cannot be made (a cluster node without bokeh, a plotting bug) must not take hours of games with it."""
+    out.mkdir(parents=True, exist_ok=True)
+    for table, df in tables.items():
+        df.to_csv(out / f"{table}.csv", index=False)
+    return tables
+
+
 def run_experiment(name: str, quick: bool = False, out: str | Path | None = None,
                    params: list[str] | None = None, inline: bool = False, report_only: bool = False,
                    jobs: int | None = None) -> Path:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.runner import kept
 from model.config import check
 
 QUESTION = ("On the thesis's OCuLUS cluster, how do the simulation rate, the worker workload and the outgoing "
@@ -82,7 +83,7 @@ def run(cfg: Config, out: Path):
         frames.append(df)
     table = pd.concat(frames, ignore_index=True)
     table["label"] = [f"{n}(+{b})" for n, b in zip(table.nodes, table.bcast_nodes)]
-    return outcome(cfg, {"scaling": table})
+    return outcome(cfg, kept(out, {"scaling": table}))
 
 
 def _curves(title, col, y_label, help_text, table, log_y=False, ideal=False, hline=None, y_range=None):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.runner import kept
 from model.config import check
 
 QUESTION = ("How far are the simulator's predictions (sims/s, messages, bytes, hops per simulation, busy fraction) "
@@ -82,7 +83,7 @@ def run(cfg: Config, out: Path):
     table = pd.DataFrame(res["rows"])
     old = pd.read_csv(out / HISTORY) if (out / HISTORY).exists() else pd.DataFrame()
     history = pd.concat([old, pd.DataFrame([history_row(res, cfg)])], ignore_index=True)
-    return outcome(cfg, {"validate": table, "history": history})
+    return outcome(cfg, kept(out, {"validate": table, "history": history}))
 
 
 def outcome(cfg: Config, tables: dict):

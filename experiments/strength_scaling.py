@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.runner import kept
 from model.config import check
 
 QUESTION = ("How does playing strength grow as MPI ranks double at a fixed time per move, against GNU Go 3.8 and "
@@ -116,7 +117,7 @@ def run(cfg: Config, out: Path):
                 _say(rows[-1], f"{r} ranks vs {base}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return outcome(cfg, {"games": pd.DataFrame(rows)})
+    return outcome(cfg, kept(out, {"games": pd.DataFrame(rows)}))
 
 
 def _fmt(x, side: float = 1.0) -> str:
