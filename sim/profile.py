@@ -120,6 +120,10 @@ class Profile:
     def message_bytes(self, kind: str) -> int:
         return self.messages.get(kind, self.messages.get("CONTROL", 64))
 
+    def sim_seconds(self) -> float:
+        """Mean cost of one sequential simulation: a select, a playout and an update package."""
+        return sum(self.costs[k].mean for k in ("select", "playout", "update"))
+
     def with_overrides(self, pairs: dict[str, str]) -> "Profile":
         """A copy with some fields replaced, by dotted name: network.latency=2e-6, costs.playout.median=1e-3."""
         data = self.to_toml()

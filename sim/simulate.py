@@ -203,7 +203,7 @@ def modelled_chain(chain: int, prof: Profile) -> int:
     """The default chain in simulations of the profile's length: as many as fill CHAIN_SECONDS (at least 1).
     A profile of 1 ms simulations (oculus: Gomorra) chains none; left at 64 it would finish a package's
     simulations together 64 ms after they began, longer than many measured windows. --param chain=N is kept."""
-    seq = sum(prof.costs[k].mean for k in ("select", "playout", "update"))
+    seq = prof.sim_seconds()
     return max(1, min(chain, int(CHAIN_SECONDS / max(seq, 1e-9))))
 
 
@@ -212,7 +212,7 @@ def default_warmup(cfg: SimConfig, prof: Profile, own) -> float:
     simulations at once, and until they have spread out (a simulation takes about `overload` sequential
     simulation times, queued behind the others) the rates are a transient. On oculus at 32 nodes the
     functional fidelity measured 0.001-0.01 s: 16 % below its steady rate (0.01-0.02 s)."""
-    seq = sum(prof.costs[k].mean for k in ("select", "playout", "update"))
+    seq = prof.sim_seconds()
     return max(0.1 * cfg.seconds, 2.0 * getattr(own, "overload", 1) * seq)
 
 
@@ -226,7 +226,7 @@ def estimate_wall(cfg: SimConfig, profile: Profile | None = None) -> float:
     """A rough guess of the wall seconds a run will take (said before it starts): packages the cluster can
     run in the simulated time, times the wall cost of one (sim/benchmarks/sim.py measures it)."""
     prof = profile or resolve_profile(cfg)
-    seq = sum(prof.costs[k].mean for k in ("select", "playout", "update"))
+    seq = prof.sim_seconds()
     workers = cfg.nodes * prof.node.ranks_per_node * prof.node.workers_per_rank
     pkgs_per_sim = 6.0 if cfg.algo in ("treesplit", "tds") else 3.0
     total = (cfg.seconds + cfg.warmup_s) * workers / max(seq, 1e-9) * pkgs_per_sim / cfg.bundle

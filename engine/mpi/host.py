@@ -7,8 +7,8 @@ A host wraps one rank's role (a search rank, a broadcast rank, a master, ...) an
     on_work_done(pkg, result) -> Out                  a package a worker (or the IO thread) finished
     execute(pkg) -> result                            run one package; called on worker threads
     describe(pkg) -> (kind, sim_id)                   package kind (model.trace.PACKAGE_KINDS) for the trace
-    record_parts(on)                                  (optional) the trace records packages: one execute()
-                                                      call per part, so that each part gets its own times
+    record_parts(on)                                  (optional) the trace records packages: the role runs
+                                                      them so that each part gets a record of its own
     tick(now) -> Out                                  time passes (broadcast ranks delay and merge by it)
     stop() -> Out                                     start no new simulations
     final_sync() -> Out                               push the last synchronisation (duplicated nodes)

@@ -262,8 +262,8 @@ def run_fused(t, dt, g, s, p, y, rng, steps, n, path_pos, history, me, n_ranks, 
     chain: how many more simulations may follow from the root (s_root, root_pos) when this one was started
     here and ends in an update with no sync or duplication due: the role's chaining (params.chain) without
     going back to Python, unless the role raised a flag in halt (int64[2]: stopped, a duplication waits; set
-    by other threads, read between simulations); acc (int64[A_LEN]) sums the finished ones by A_*. parts (int64[4]) counts the parts
-    run by kind F_*. amaf gets the playout's map, amaf_up is the copy the update consumes (the UPDATE
+    by other threads, read between simulations); acc (int64[A_LEN]) sums the finished ones by A_*. parts
+    (int64[4]) counts the parts run by kind F_*. amaf gets the playout's map, amaf_up is the copy the update consumes (the UPDATE
     messages carry amaf). Returns (stopped in F_*, select outcome, its arg, n, result, sync rows, dup slots,
     missing).
 

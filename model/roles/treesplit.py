@@ -52,7 +52,7 @@ class Sim:
     """A simulation while it is on this rank (package payload)."""
 
     __slots__ = ("sim_id", "steps", "n", "s", "path_pos", "insert", "moved", "slot", "rng", "playouts", "fuse",
-                 "fuse_playout", "may_update", "expands", "result", "amaf", "origin", "chain_left", "chain_done",
+                 "fuse_playout", "may_update", "expands", "result", "amaf", "chain_left", "chain_done",
                  "chain_records", "chain_edges", "chain_missing")
 
     def __init__(self, sim_id: int, steps: np.ndarray, n: int):
@@ -75,16 +75,20 @@ class Sim:
         self.expands = 0       # expansions run inside the current package
         self.result = 0.0      # the playout's result and AMAF map, kept for the UPDATE messages
         self.amaf = None
-        # Chaining (params.chain): a simulation started here (origin) that runs from the root to its update
-        # inside one fused package is finished in that package, which goes on with a new simulation, up to
-        # chain_left more times; what the finished ones add up to waits here for on_work_done (the role's
-        # counters are only touched there).
-        self.origin = False
+        # Chaining (params.chain): a simulation started here (only those get chain_left) that runs from the
+        # root to its update inside one fused package is finished in that package, which goes on with a new
+        # simulation, up to chain_left more times; what the finished ones add up to waits here for
+        # on_work_done (the role's counters are only touched there).
         self.chain_left = 0
         self.chain_done = 0
         self.chain_records = 0
         self.chain_edges = 0
         self.chain_missing = 0
+
+
+def _edges(steps: np.ndarray, n: int) -> int:
+    """Tree edges among the records steps[:n]: all but a final leaf record (idx -1)."""
+    return n - (1 if n and steps[n - 1]["idx"] < 0 else 0)
 
 
 class SyncJob:
@@ -219,7 +223,6 @@ class TreesplitSearch(Role):
         sim.s = self.root.copy()
         sim.path_pos = np.empty(self.max_depth + 2, np.uint64)
         sim.path_pos[0] = self.root_pos
-        sim.origin = True
         if self.fuse and self.chain > 1:
             left = self.chain - 1
             if self.quota is not None:  # only what the quota has beyond keeping S_par / M in flight
@@ -252,7 +255,7 @@ class TreesplitSearch(Role):
     def _chain_next(self, pkg: Package, sim: Sim, missing: int) -> None:
         """The simulation of this package ended here (a part-by-part run): on with the origin's next one."""
         n = sim.n
-        self._chained(pkg, sim, 1, n, n - (1 if n and sim.steps[n - 1]["idx"] < 0 else 0), int(missing))
+        self._chained(pkg, sim, 1, n, _edges(sim.steps, n), int(missing))
         sim.n = 0
         sim.s[:] = self.root
         sim.path_pos[0] = self.root_pos
@@ -395,7 +398,7 @@ class TreesplitSearch(Role):
                                                  out_sync, out_dup)
                 # Started here and never left, so this was its only update: finished. Racy reads of stopped
                 # and to_dup only make a chain one simulation longer or shorter.
-                if sim.chain_left > 0 and sim.origin and ns == 0 and nd == 0 and not self.stopped \
+                if sim.chain_left > 0 and ns == 0 and nd == 0 and not self.stopped \
                         and not self.to_dup:
                     self._chain_next(pkg, sim, missing)
                     return CONTINUE
@@ -439,13 +442,12 @@ class TreesplitSearch(Role):
         acc = np.zeros(A_LEN, np.int64)
         amaf = np.empty(na, np.int8)
         out_sync, out_dup = np.empty(k, np.int64), np.empty(k, np.int64)
-        chain = sim.chain_left if sim.origin else 0
         logs = self._log_buffers() if self.part_log else self._no_log
         stop, st, arg, n, result, ns, nd, missing = self._fused(
             self.t, self.dt, self.g, sim.s, self.p, self.y, self._rng(sim), sim.steps, sim.n, sim.path_pos,
             self.history, self.rank, self.kernel_ranks, self.local_slots, sim.insert, sim.fuse_playout,
             sim.may_update, amaf, np.empty(na if self.rave else 0, np.int8), np.empty(na, np.int64), out_sync,
-            out_dup, self.root, self.root_pos, min(chain, self.chain - 1), self.halt, acc, parts, *logs)
+            out_dup, self.root, self.root_pos, sim.chain_left, self.halt, acc, parts, *logs)
         sim.n = n
         pkg.parts = parts
         sim.expands += int(parts[F_EXPAND])
@@ -553,7 +555,7 @@ class TreesplitSearch(Role):
         if sim.moved:
             sim.moved = False
             self.moves_held -= 1
-        if sim.origin:
+        if sim.chain_left or sim.chain_done:
             self._chain_settle(sim)
         if sim.expands:
             self.counts["expands"] += sim.expands
@@ -617,7 +619,7 @@ class TreesplitSearch(Role):
         ranks = set(col)
         origin = sim.sim_id % self.M
         self.counts["records_finished"] += sim.n
-        self.counts["edges_finished"] += sim.n - (1 if sim.n and steps[sim.n - 1]["idx"] < 0 else 0)
+        self.counts["edges_finished"] += _edges(steps, sim.n)
         ranks.add(origin)  # the origin hears the end even if it selected nothing (an unshared root)
         one = len(ranks) == 1
         for r in ranks:
