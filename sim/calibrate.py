@@ -201,7 +201,13 @@ def calibrate(trace_dir: str | Path, base: Profile, name: str = "local", pingpon
         # thread); that bookkeeping is the gap between one package and the next on a worker kept busy
         io = dataclasses.replace(io, handles_completions=False,
                                  inline_slice=ENGINE_INLINE_SLICE if threads == 1 else 0.0)
-        nap = idle_nap(pk) if threads == 1 else None
+        # the engine's search ranks without workers spin 2 ms after their last work (meta's idle_spin; traces
+        # made before it said so: those that fuse packages), so in a search they see arrivals at once; only its broadcast ranks nap (a lattice over the search
+        # ranks' gaps is their waiting for each other: 80-120 us fitted on 2x1 at 9x9, which made leaf and
+        # tds 20-30% slow)
+        spins = threads == 1 and (float((tr.meta.get("extra") or {}).get("idle_spin", 0.0)) > 0 or fused(pk))
+        M = int(tr.meta.get("ranks", {}).get("search", 1))
+        nap = idle_nap(pk[pk["rank"] >= M] if spins else pk) if threads == 1 else None
         fit = inline_costs(tr, min(1e-4, 0.6 * nap) if nap else 1e-4) if threads == 1 else None
         if fit is not None:
             # the IO thread itself pays every message: received ones in its loop, sent ones when the role
@@ -219,11 +225,9 @@ def calibrate(trace_dir: str | Path, base: Profile, name: str = "local", pingpon
         if nap is not None:
             io = dataclasses.replace(io, idle_nap=nap)
             notes.append(f"idle_nap {nap * 1e6:.0f} us (lattice of idle gaps)")
-        elif threads == 1 and fused(pk):
-            # an engine that fuses packages also spins 2 ms after its last work before it naps: in a search
-            # an idle rank sees arrivals at once
+        elif spins:
             io = dataclasses.replace(io, idle_nap=0.0)
-            notes.append("idle_nap 0 (no lattice of idle gaps: the ranks spin)")
+            notes.append("idle_nap 0 (the search ranks spin; no lattice of idle gaps on a broadcast rank)")
     workloads = dict(base.workloads)
     algo = tr.meta.get("algo", "")
     try:

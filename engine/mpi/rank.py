@@ -49,6 +49,10 @@ IDLE_WAIT = 0.0001  # longest nap of an idle IO thread: a message waits about ha
 SPIN_FOR = 0.002
 TICK_EVERY = 0.001
 INLINE_SLICE = 0.0002  # without workers: run packages this long between two polls
+# An idle rank moves its records into the trace once this many wait: a collection costs ~15 us before its
+# first record, and a rank that is idle between every two packages (leaf's playout ranks) would otherwise
+# pay that for each one, as late answers to the next request (traced runs were ~30% slower at 9x9)
+IDLE_COLLECT_MIN = 256
 EXIT_INTERRUPTED = 130
 
 
@@ -233,7 +237,8 @@ class RankRuntime:
             ep.reap()
             if worked:
                 last_work = t
-            elif tidy and (rec.io_packages or rec.messages or (pool is not None and any(pool.records))):
+            elif tidy and (len(rec.io_packages) + len(rec.messages) + (
+                    sum(map(len, pool.records)) if pool is not None else 0)) >= IDLE_COLLECT_MIN:
                 # idle: move the records into the trace now; in one block at the next sample they would
                 # hold up this rank (~1 ms per 2,000 records) while the other ranks wait for its messages
                 rec.collect(pool.take_records() if pool is not None else [])
@@ -350,7 +355,10 @@ class RankRuntime:
                          params=dict(cfg.params), ranks=self._ranks(), threads=cfg.threads, seed=cfg.seed,
                          sample_rate=cfg.trace_sample_rate,
                          extra={"komi": cfg.komi, "moves": list(cfg.moves), "sims": cfg.sims,
-                                "seconds": cfg.seconds, "complete": False})
+                                "seconds": cfg.seconds, "complete": False,
+                                # how long a search rank without workers keeps polling after its last work
+                                # before it naps (sim/calibrate.py: such ranks show no nap lattice)
+                                "idle_spin": SPIN_FOR if cfg.threads == 1 else 0.0})
         return self.meta
 
     def _finish_trace(self, result: dict[str, Any], t_end: float) -> None:

@@ -48,20 +48,25 @@ def run_recorded(pkg, execute, describe, now, worker: int, records) -> tuple[Any
         t0 = t1
 
 
+_PART_NAMES = np.asarray(PART_KINDS, dtype=object)
+
+
 def _logged_parts(t0: float, t1: float, worker: int, log) -> list[tuple]:
+    # in numpy: a chain of 64 simulations logs ~250 parts, ~0.15 ms of Python a part at a time, paid by the
+    # worker (or, deferred, by an IO thread holding the GIL the worker needs: traced 1x2 ran 25% slower)
     kinds, sims, stamps, labels = log
-    kinds, sims, stamps = kinds.tolist(), sims.tolist(), stamps.tolist()
     n = len(kinds)
-    span = stamps[n] - stamps[0] if n else 0
-    out = []
-    prev = t0
-    for i in range(n):
-        # a counter that did not move (or went back: another core's) spreads the parts evenly
-        end = t0 + (t1 - t0) * ((stamps[i + 1] - stamps[0]) / span if span > 0 else (i + 1) / n)
-        end = min(max(end, prev), t1)
-        out.append((prev, end, worker, PART_KINDS[kinds[i]], labels[sims[i]]))
-        prev = end
-    return out
+    if n == 0:
+        return []
+    st = np.asarray(stamps[:n + 1], dtype=np.int64)
+    rel = (st[1:] - st[0]).astype(np.float64)
+    span = rel[-1]
+    # a counter that did not move (or went back: another core's) spreads the parts evenly
+    frac = rel / span if span > 0 else np.arange(1, n + 1) / n
+    ends = np.minimum(np.maximum.accumulate(np.maximum(t0 + (t1 - t0) * frac, t0)), t1).tolist()
+    starts = [t0] + ends[:-1]
+    ids = np.asarray(labels)[np.asarray(sims[:n])].tolist()
+    return list(zip(starts, ends, [worker] * n, _PART_NAMES[np.asarray(kinds[:n])].tolist(), ids))
 
 
 class Recorder:
