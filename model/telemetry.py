@@ -134,8 +134,8 @@ class Window:
         self.packages: dict[str, int] = {}
         self.messages: dict[tuple[int, str], list[int]] = {}
 
-    def package(self, kind: str) -> None:
-        self.packages[kind] = self.packages.get(kind, 0) + 1
+    def package(self, kind: str, n: int = 1) -> None:
+        self.packages[kind] = self.packages.get(kind, 0) + n
 
     def message(self, dst: int, kind: str, nbytes: int) -> None:
         cell = self.messages.get((dst, kind))

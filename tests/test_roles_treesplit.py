@@ -317,7 +317,7 @@ def test_chaining_package_finishes_local_simulations_and_starts_the_next(split):
 
 
 def test_stamped_log_lists_every_part_of_a_chaining_package():
-    from engine.mpi.recorder import run_recorded
+    from engine.mpi.recorder import LOGGED, package_columns, run_recorded
 
     role, g, s = _role(rank=0, M=1, overload=1, chain=4)
     role.record_parts(True, stamps=True)
@@ -329,13 +329,18 @@ def test_stamped_log_lists_every_part_of_a_chaining_package():
     res, start, end = run_recorded(pkg, role.execute, lambda p: (p.kind, p.sim_id), lambda: float(next(ticks)),
                                    3, records)
     assert (start, end) == (0.0, 1.0) and pkg.log is None
-    kinds = [r[3] for r in records]
+    assert len(records) == 1 and records[0][3] is LOGGED  # one call: its parts as columns
+    records.append((1.0, 1.5, 3, SELECT, 99))  # a plain record beside it
+    cols = package_columns(records)
+    # plain records come first, then each logged call's parts (a finished trace is sorted by time)
+    assert cols["kind"][0] == SELECT and cols["sim_id"][0] == 99 and cols["t_end"][0] == 1.5
+    kinds, ids = list(cols["kind"][1:]), cols["sim_id"][1:].tolist()
     assert kinds.count(UPDATE) == kinds.count(PLAYOUT) == 4 and kinds[-1] == UPDATE
-    assert [r[4] for r in records][0] == first and len({r[4] for r in records}) == 4
-    ids = [r[4] for r in records]
+    assert ids[0] == first and len(set(ids)) == 4
     assert all(ids[i] == ids[i + 1] or kinds[i] == UPDATE for i in range(len(ids) - 1))  # one sim after another
-    assert records[0][0] == 0.0 and records[-1][1] == 1.0 and all(r[2] == 3 for r in records)
-    assert all(a[1] == b[0] and a[0] <= a[1] for a, b in zip(records, records[1:]))  # back to back, in order
+    t0, t1 = cols["t_start"][1:], cols["t_end"][1:]
+    assert t0[0] == 0.0 and t1[-1] == 1.0 and (cols["worker"] == 3).all()
+    assert (t1[:-1] == t0[1:]).all() and (t0 <= t1).all()  # back to back, in order
     role.on_work_done(pkg, res)
     assert role.done == 4
 

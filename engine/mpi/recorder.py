@@ -1,6 +1,6 @@
 """What a rank records: its part of the trace (packages, messages, samples, a final tree snapshot) and the
 live telemetry windows. Hot paths only append tuples to lists (workers to their own, the IO thread to its
-own); this class turns them into trace columns and telemetry records on the IO thread every SAMPLE_EVERY s.
+own; a call that ran many parts appends them as arrays); this class turns them into trace columns and telemetry records on the IO thread every SAMPLE_EVERY s.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from model.roles.base import CONTINUE, PART_KINDS
 from model.trace import Meta, TraceWriter
@@ -24,13 +25,18 @@ def _keep_mask(sim_ids: np.ndarray, rate: float) -> np.ndarray:
     return (h.astype(np.float64) / float(1 << 53)) < rate
 
 
+LOGGED = "logged"  # a record's kind: the record is (t_start, t_end, worker, LOGGED, a call's parts as columns)
+
+
 def run_recorded(pkg, execute, describe, now, worker: int, records) -> tuple[Any, float, float]:
     """Run a package and all of its parts (model.roles.CONTINUE), appending one package record
     (t_start, t_end, worker, kind, sim_id) per part to `records`; returns (result, start, end).
 
     A part's kind and simulation are read before it runs (a chaining package moves on to its next
     simulation between parts). A call that ran several parts and logged them (Package.log) gives one record
-    per logged part, placed between the call's start and end in proportion to its cycle-counter stamps."""
+    (t_start, t_end, worker, LOGGED, columns): its parts placed between the call's start and end in
+    proportion to their cycle-counter stamps, as arrays (a chain of 64 simulations logs ~250 parts; a tuple
+    each cost the worker ~0.15 ms a call, and the collector walked them all)."""
     kind, sim_id = describe(pkg)
     t0 = start = now()
     while True:
@@ -41,7 +47,7 @@ def run_recorded(pkg, execute, describe, now, worker: int, records) -> tuple[Any
             records.append((t0, t1, worker, kind, sim_id))
         else:
             pkg.log = None
-            records.extend(_logged_parts(t0, t1, worker, log))
+            records.append((t0, t1, worker, LOGGED, _logged_parts(t0, t1, log)))
         if result is not CONTINUE:
             return result, start, t1
         kind, sim_id = describe(pkg)
@@ -51,22 +57,49 @@ def run_recorded(pkg, execute, describe, now, worker: int, records) -> tuple[Any
 _PART_NAMES = np.asarray(PART_KINDS, dtype=object)
 
 
-def _logged_parts(t0: float, t1: float, worker: int, log) -> list[tuple]:
-    # in numpy: a chain of 64 simulations logs ~250 parts, ~0.15 ms of Python a part at a time, paid by the
-    # worker (or, deferred, by an IO thread holding the GIL the worker needs: traced 1x2 ran 25% slower)
+def _logged_parts(t0: float, t1: float, log) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(starts, ends, kind codes into PART_KINDS, simulation ids) of a logged call's parts. New arrays: the
+    log's buffers belong to the worker, which reuses them in its next call."""
     kinds, sims, stamps, labels = log
+    return _place_parts(t0, t1, kinds, sims, stamps, np.asarray(labels, dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _place_parts(t0, t1, kinds, sims, stamps, labels):
+    # one call: in numpy this was ~10 small-array operations, ~15 us a package
     n = len(kinds)
-    if n == 0:
-        return []
-    st = np.asarray(stamps[:n + 1], dtype=np.int64)
-    rel = (st[1:] - st[0]).astype(np.float64)
-    span = rel[-1]
-    # a counter that did not move (or went back: another core's) spreads the parts evenly
-    frac = rel / span if span > 0 else np.arange(1, n + 1) / n
-    ends = np.minimum(np.maximum.accumulate(np.maximum(t0 + (t1 - t0) * frac, t0)), t1).tolist()
-    starts = [t0] + ends[:-1]
-    ids = np.asarray(labels)[np.asarray(sims[:n])].tolist()
-    return list(zip(starts, ends, [worker] * n, _PART_NAMES[np.asarray(kinds[:n])].tolist(), ids))
+    starts, ends = np.empty(n), np.empty(n)
+    codes, ids = np.empty(n, np.int8), np.empty(n, np.int64)
+    span = stamps[n] - stamps[0] if n else 0
+    prev = t0
+    for i in range(n):
+        # a counter that did not move (or went back: another core's) spreads the parts evenly
+        f = (stamps[i + 1] - stamps[0]) / span if span > 0 else (i + 1) / n
+        end = min(max(t0 + (t1 - t0) * f, prev), t1)
+        starts[i], ends[i] = prev, end
+        codes[i], ids[i] = kinds[i], labels[sims[i]]
+        prev = end
+    return starts, ends, codes, ids
+
+
+def package_columns(records: list[tuple]) -> dict[str, np.ndarray]:
+    """The packages table's columns (rank left out) of run_recorded's records: the plain records first, then
+    each logged call's parts (a finished trace is sorted by time)."""
+    plain = [r for r in records if r[3] is not LOGGED]
+    parts = []
+    if plain:
+        t0, t1, w, kind, sim = zip(*plain)
+        parts.append((np.asarray(t0, np.float64), np.asarray(t1, np.float64), np.asarray(w, np.int32),
+                      np.asarray(kind, object), np.asarray(sim, np.int64)))
+    if len(plain) < len(records):
+        for r in records:
+            if r[3] is LOGGED:
+                s, e, k, ids = r[4]
+                parts.append((s, e, np.full(len(s), r[2], np.int32), _PART_NAMES[k], ids))
+    names = ("t_start", "t_end", "worker", "kind", "sim_id")
+    if not parts:
+        return {n: np.zeros(0, object if n == "kind" else None) for n in names}
+    return {n: np.concatenate([p[i] for p in parts]) for i, n in enumerate(names)}
 
 
 class Recorder:
@@ -98,16 +131,16 @@ class Recorder:
         self.io_packages = []
         msgs = self.messages[:]  # the IO loop holds a reference to this very list
         self.messages.clear()
-        if self.window is not None:
-            for r in pk:
-                self.window.package(r[3])
+        if pk and (self.window is not None or self.writer is not None):
+            cols = package_columns(pk)
+            if self.window is not None:
+                for kind, n in zip(*np.unique(cols["kind"], return_counts=True)):
+                    self.window.package(kind, int(n))
+            if self.writer is not None:
+                cols["rank"] = np.full(len(cols["t_start"]), self.rank, np.int32)
+                self.writer.extend("packages", self._sampled(cols, False))
         if self.writer is None:
             return
-        if pk:
-            t0, t1, w, kind, sim = zip(*pk)
-            cols = {"t_start": t0, "t_end": t1, "rank": (self.rank,) * len(t0), "worker": w, "kind": kind,
-                    "sim_id": sim}
-            self.writer.extend("packages", self._sampled(cols, False))
         if msgs:
             ts, tr, src, dst, kind, nb, sim = zip(*msgs)
             cols = {"t_send": ts, "t_recv": tr, "src": src, "dst": dst, "kind": kind, "bytes": nb, "sim_id": sim}
