@@ -273,8 +273,8 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
                 # the traced run only calibrates: recording costs the engine 5-20% of its simulations at 9x9
                 # (records, their collection), and the figures compared are those of runs without a trace
                 trace = str(Path(tmp) / f"t{i}")
-                if given is None:
-                    measure_mpi(case, cfg.run_seconds, trace, cfg.params, cfg.timeout, seed=1)
+                traced = (measure_mpi(case, cfg.run_seconds, trace, cfg.params, cfg.timeout, seed=1)
+                          if given is None else None)
                 runs = [measure_mpi(case, cfg.run_seconds, None, cfg.params, cfg.timeout, seed=1 + k)
                         for k in range(cfg.run_repeats)]
                 meas = _median(runs)
@@ -299,10 +299,18 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
             if not case.mpi:
                 pred["sims_per_s"] *= calibrated / modelled_seq[case.board]
             r = row(case, meas, pred, figs)
+            note = ""
+            r["sims_per_s_traced"] = r["trace_cost"] = None
+            if case.mpi and traced is not None:
+                # what recording cost the calibration run (seed 1 with a trace against the untraced median):
+                # the profile's costs carry it, so a prediction that is low by about as much is the trace's
+                r["sims_per_s_traced"] = traced["sims_per_s"]
+                r["trace_cost"] = 1.0 - traced["sims_per_s"] / meas["sims_per_s"] if meas["sims_per_s"] else None
+                note = f", traced run {traced['sims_per_s']:.0f}"
             rows.append(r)
             err = r["sims_per_s_error"]
             log(f"  [{i + 1}/{len(todo)}] {case.label:26s} measured {meas['sims_per_s']:8.0f} sims/s, predicted "
-                f"{pred['sims_per_s']:8.0f} ({100 * err:+.0f}%)  ({time.monotonic() - t0:.0f} s)")
+                f"{pred['sims_per_s']:8.0f} ({100 * err:+.0f}%){note}  ({time.monotonic() - t0:.0f} s)")
     w, where = worst(rows)
     return {"quick": cfg.quick, "boards": list(cfg.boards), "seconds": cfg.run_seconds, "repeats": cfg.run_repeats,
             "profile": cfg.profile or "calibrated per configuration", "params": cfg.params, "goal": GOAL,
