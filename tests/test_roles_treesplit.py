@@ -394,3 +394,22 @@ def test_a_kept_table_starts_a_new_search():
         # the root is shared afresh; nodes of the first search are still there to reuse
         assert all(int(r.t.visits[r.root_slot]) == 300 for r in roles)
         assert all(r.idle() for r in roles) and run.message_counts()[DUP] > 0
+
+
+def test_few_parts_are_placed_as_the_kernel_places_them():
+    from engine.mpi.recorder import _few_parts, _logged_parts
+
+    rng = np.random.default_rng(3)
+    for n in (1, 3, 8, 20):
+        kinds = rng.integers(0, 4, n).astype(np.int8)
+        sims = np.sort(rng.integers(0, 3, n)).astype(np.int32)
+        stamps = np.concatenate([[100], 100 + np.cumsum(rng.integers(0, 50, n))]).astype(np.int64)
+        stamps[n // 2] -= 5  # a counter that went back for a moment (another core's)
+        for st in (stamps, np.full(n + 1, 7, np.int64)):  # and one that did not move
+            log = (kinds, sims, st, [11, 22, 33])
+            s, e, k, ids = _logged_parts(2.0, 3.0, log)
+            rows = _few_parts(2.0, 3.0, 5, log)
+            assert [r[0] for r in rows] == pytest.approx(s.tolist()) and [r[1] for r in rows] == pytest.approx(e.tolist())
+            assert [r[3] for r in rows] == [PART_KINDS[c] for c in k] and [r[4] for r in rows] == ids.tolist()
+            assert rows[0][0] == 2.0 and rows[-1][1] == 3.0 and all(r[2] == 5 for r in rows)
+            assert all(a[1] == b[0] and a[0] <= a[1] for a, b in zip(rows, rows[1:]))
