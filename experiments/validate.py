@@ -270,7 +270,7 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
         for i, case in enumerate(todo):
             t0 = time.monotonic()
             if case.mpi:
-                # the traced run only calibrates: recording costs the engine 5-20% of its simulations at 9x9
+                # the traced run only calibrates: recording costs the engine 5-35% of its simulations at 9x9
                 # (records, their collection), and the figures compared are those of runs without a trace
                 trace = str(Path(tmp) / f"t{i}")
                 traced = (measure_mpi(case, cfg.run_seconds, trace, cfg.params, cfg.timeout, seed=1)

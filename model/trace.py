@@ -131,9 +131,9 @@ class _Table:
     """Column buffers for one table, flushed to a ParquetWriter in row groups.
 
     Rows appended one at a time wait in Python lists; every `extend` (an engine rank's records of the last
-    0.1 s) becomes an Arrow chunk at once. Converting 200,000 rows in one flush held the GIL ~0.1 ms a row
-    batch at a time for ~0.1 s, which a worker thread of the same rank waited for between its kernel calls
-    (a traced 1x2 run at 9x9 lost ~8% of its simulations to it); small chunks keep each hold short."""
+    0.1 s) becomes an Arrow chunk at once. Converting 200,000 rows in one flush held the GIL for ~0.1 s, which
+    a worker thread of the same rank waited for between its kernel calls (a traced 1x2 run at 9x9 lost ~8% of
+    its simulations to it); small chunks keep each hold short, and the write itself releases the GIL."""
 
     def __init__(self, path: Path, name: str, flush_rows: int):
         self.path, self.name, self.flush_rows = path, name, flush_rows

@@ -202,9 +202,9 @@ def calibrate(trace_dir: str | Path, base: Profile, name: str = "local", pingpon
         io = dataclasses.replace(io, handles_completions=False,
                                  inline_slice=ENGINE_INLINE_SLICE if threads == 1 else 0.0)
         # the engine's search ranks without workers spin 2 ms after their last work (meta's idle_spin; traces
-        # made before it said so: those that fuse packages), so in a search they see arrivals at once; only its broadcast ranks nap (a lattice over the search
-        # ranks' gaps is their waiting for each other: 80-120 us fitted on 2x1 at 9x9, which made leaf and
-        # tds 20-30% slow)
+        # made before it said so: those that fuse packages), so in a search they see arrivals at once; only
+        # its broadcast ranks nap (a lattice over the search ranks' gaps is their waiting for each other:
+        # 80-120 us fitted on 2x1 at 9x9, which made leaf and tds 20-30% slow)
         spins = threads == 1 and (float((tr.meta.get("extra") or {}).get("idle_spin", 0.0)) > 0 or fused(pk))
         M = int(tr.meta.get("ranks", {}).get("search", 1))
         nap = idle_nap(pk[pk["rank"] >= M] if spins else pk) if threads == 1 else None

@@ -1,6 +1,7 @@
 """What a rank records: its part of the trace (packages, messages, samples, a final tree snapshot) and the
 live telemetry windows. Hot paths only append tuples to lists (workers to their own, the IO thread to its
-own; a call that ran many parts appends them as arrays); this class turns them into trace columns and telemetry records on the IO thread every SAMPLE_EVERY s.
+own; a call that ran many parts appends them as arrays); this class turns them into trace columns and
+telemetry records on the IO thread every SAMPLE_EVERY s.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ FEW_PARTS = 8
 
 
 def _few_parts(t0: float, t1: float, worker: int, log) -> list[tuple]:
-    """_place_parts for a handful of parts, as records."""
+    """What _place_parts gives, as records, for a handful of parts (a test holds the two to the same placement)."""
     kinds, sims, stamps, labels = log
     n = len(kinds)
     stamps = stamps.tolist()
