@@ -87,6 +87,11 @@ def run(cfg: Config, out: Path):
     return result
 
 
+def _games_text(games) -> str:
+    lo, hi = int(games.min()), int(games.max())
+    return f"{lo} games" if lo == hi else f"{lo}-{hi} games"
+
+
 def _fmt(x) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
@@ -183,7 +188,7 @@ def _agreement(cfg: Config, t: pd.DataFrame) -> tuple[str, dict]:
            f"simulations per move. " if shrink is None else
            f"The loss at S_par {top_p} {'shrinks' if shrink else 'does not shrink'} from N = {ns[0]} to N = {ns[-1]} "
            f"({'as' if shrink else 'unlike'} the thesis's long end). ")
-        + f"Our intervals are about +-{half:.0f} Elo (median half-width; {int(t.games.median())} games per point), "
+        + f"Our intervals are about +-{half:.0f} Elo (median half-width; {_games_text(t.games)} per point), "
         f"on 9x9 without the thesis's progressive widening, which it credits for the small loss at low N.")
     summary = {"points": len(t), "games_per_point": int(t.games.median()) if len(t) else 0,
                "median_half_interval_elo": round(half, 0),
