@@ -269,6 +269,7 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
         todo.sort(key=lambda c: (c.board, not c.mpi))
         for i, case in enumerate(todo):
             t0 = time.monotonic()
+            traced = None  # the calibration run of an MPI case
             if case.mpi:
                 # the traced run only calibrates: recording costs the engine 5-35% of its simulations at 9x9
                 # (records, their collection), and the figures compared are those of runs without a trace
@@ -301,7 +302,7 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
             r = row(case, meas, pred, figs)
             note = ""
             r["sims_per_s_traced"] = r["trace_cost"] = None
-            if case.mpi and traced is not None:
+            if traced is not None:
                 # what recording cost the calibration run (seed 1 with a trace against the untraced median):
                 # the profile's costs carry it, so a prediction that is low by about as much is the trace's
                 r["sims_per_s_traced"] = traced["sims_per_s"]

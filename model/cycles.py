@@ -4,7 +4,7 @@ model/ keeps no clock (DESIGN.md) and nothing here breaks that: no decision in a
 what `cycles()` returns. A kernel that runs several parts of a package in one call
 (model/roles/steps.run_fused) writes the counter after each part when its runtime records a trace; the
 runtime knows its own clock at the call's start and end and places the parts in between in proportion to the
-counts (engine/mpi/workers.py). Where LLVM has no cycle counter for the CPU it reads 0 (`counting()` is False)
+counts (engine/mpi/recorder.run_recorded). Where LLVM has no cycle counter for the CPU it reads 0 (`counting()` is False)
 and the parts run one call each instead.
 """
 

@@ -263,8 +263,8 @@ def run_fused(t, dt, g, s, p, y, rng, steps, n, path_pos, history, me, n_ranks, 
     here and ends in an update with no sync or duplication due: the role's chaining (params.chain) without
     going back to Python, unless the role raised a flag in halt (int64[2]: stopped, a duplication waits; set
     by other threads, read between simulations); acc (int64[A_LEN]) sums the finished ones by A_*. parts
-    (int64[4]) counts the parts run by kind F_*. amaf gets the playout's map, amaf_up is the copy the update consumes (the UPDATE
-    messages carry amaf). Returns (stopped in F_*, select outcome, its arg, n, result, sync rows, dup slots,
+    (int64[4]) counts the parts run by kind F_*. amaf gets the playout's map, amaf_up is the copy the update
+    consumes (the UPDATE messages carry amaf). Returns (stopped in F_*, select outcome, its arg, n, result, sync rows, dup slots,
     missing).
 
     A part log for the trace, when log_kind is not empty (log_capacity(chain + 1, max depth) entries): per
