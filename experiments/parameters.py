@@ -223,8 +223,14 @@ def outcome(cfg: Config, tables: dict):
     sync_down = slo.sync_msgs_per_sim > shi.sync_msgs_per_sim
     strength_txt = ""
     if st is not None:
-        strength_txt = (" The engine games (" + ", ".join(f"N_dup {r.n_dup:g}: {r.wins}/{r.games}" for r in st.itertuples())
-                        + f" against {cfg.opponent.split()[0]}) are far too few to show the bell of Figure 4.22.")
+        rows = list(st.itertuples())
+        apart = [(a, b) for a in rows for b in rows if a.ci_high < b.ci_low]
+        strength_txt = (" The engine games (" + ", ".join(
+            f"N_dup {r.n_dup:g}: {r.wins}/{r.games}, {r.win_rate:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]" for r in rows)
+            + f" against {cfg.opponent.split()[0]}) "
+            + ("separate " + "; ".join(f"N_dup {b.n_dup:g} above {a.n_dup:g}" for a, b in apart) + "." if apart else
+               f"do not separate the N_dup values at {int(st.games.min())}-{int(st.games.max())} games each: the "
+               "bell of Figure 4.22 spans a few tens of Elo, which needs hundreds of games per point."))
     agreement = (
         f"As the thesis says, lowering N_dup {'trades' if traffic_down and hops_up else 'does not clearly trade'} hops "
         f"for synchronisation traffic (hops/sim {lo.hops_per_sim:.2f} vs {hi.hops_per_sim:.2f}, sync messages/sim "

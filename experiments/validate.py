@@ -6,10 +6,14 @@ board, the same simulated seconds as the measured run) predicts the same figures
 this machine, and the table says by how much they differ.
 
 Which profile:
-  - default: each MPI configuration is calibrated on a traced run of its own (sim.calibrate: package costs, message
-    sizes, per-package bookkeeping; network from one MPI ping-pong made at the start), and the figures compared
-    are the medians of --repeats runs without a trace, so the prediction tests the model's structure (roles,
-    IO loop, queues, network) given the costs a trace shows. sequential and tree are
+  - default: each MPI configuration is calibrated on traced runs of its own (sim.calibrate: package costs, message
+    sizes, per-package bookkeeping; network from one MPI ping-pong made at the start), one per repeat, each
+    followed by an untraced run; the prediction is the median over the calibrations and the measurement the
+    median over the untraced runs, so the prediction tests the model's structure (roles,
+    IO loop, queues, network) given the costs a trace shows. The traced runs record every other 0.1 s
+    (DistributedConfig.trace_probe), and calibration scales the costs they show by the ratio of the
+    recorded windows' sims/s to the unrecorded ones' (sim.calibrate.probe_factor): what recording cost
+    that run, measured in the same minute (column record_factor). sequential and tree are
     predicted from the package costs of the board's first MPI run without the runtime's overheads (roles'
     bookkeeping, IO loop), which is what the sequential kernel pays: no messages, no hand-overs.
   - --profile P: one profile for every configuration (a prediction across configurations).
@@ -27,6 +31,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -157,7 +163,8 @@ def measure_mpi(case: Case, seconds: float, trace: str | None, params: dict[str,
 
     cfg = DistributedConfig(algo=case.algo, game="go", board=case.board, komi=7.0, game_params={"policy": "random"},
                             ranks=case.ranks, bcast_ranks=None if case.algo in ("treesplit", "hybrid") else 0,
-                            threads=case.threads, seconds=seconds, params=dict(params), seed=seed, trace=trace)
+                            threads=case.threads, seconds=seconds, params=dict(params), seed=seed, trace=trace,
+                            trace_probe=trace is not None)
     res = run_distributed(cfg, timeout=timeout)
     out = {k: float(res[k]) for k in FIGURES}
     out.update(seconds=float(res["seconds"]), bcast_ranks=int(res["bcast_ranks"]), sims=int(res["sims"]))
@@ -196,7 +203,7 @@ def kernel_only(prof):
 
 
 def predict(case: Case, prof, seconds: float, bcast_ranks: int, params: dict[str, Any], seed: int = 0) -> dict[str, Any]:
-    from sim.simulate import SimConfig, prepare, run
+    from sim.simulate import SimConfig, simulate
 
     algo = case.algo
     if not case.mpi:
@@ -210,7 +217,7 @@ def predict(case: Case, prof, seconds: float, bcast_ranks: int, params: dict[str
                     bcast_nodes=bcast_ranks if case.mpi and algo in ("treesplit", "hybrid") else None,
                     seconds=seconds, warmup=0.0, fidelity="functional", game="go", board=case.board,
                     params={"game.komi": 7.0, **params}, seed=seed)
-    s = run(prepare(cfg, p))
+    s = simulate(cfg, profile=p)
     return {k: float(s[k]) for k in FIGURES} | {"wall_s": float(s["wall_s"])}
 
 
@@ -225,7 +232,7 @@ class ValidateConfig:
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
     timeout: float = 120.0           # per real run
     repeats: int | None = None       # engine runs and simulator seeds per MPI configuration, medians compared
-                                     # (default 1 quick, 3 full): which rank owns the nodes a search favours
+                                     # (default 3): which rank owns the nodes a search favours
                                      # decides hops/sim, so one run pair differs by more than the model does
 
     def validate(self) -> None:
@@ -239,7 +246,8 @@ class ValidateConfig:
 
     @property
     def run_repeats(self) -> int:
-        return self.repeats if self.repeats is not None else (1 if self.quick else 3)
+        # three even in quick mode: one run pair on this VM moved a figure by 20-35% (experiments/SIMULATOR.md)
+        return self.repeats if self.repeats is not None else 3
 
     @property
     def run_seconds(self) -> float:
@@ -248,8 +256,8 @@ class ValidateConfig:
 
 def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)
              ) -> dict[str, Any]:
-    from model.trace import read_trace  # noqa: F401  (fail early if pyarrow is missing)
-    from sim.calibrate import calibrate, run_pingpong
+    from model.trace import read_trace
+    from sim.calibrate import calibrate, probe_factor, run_pingpong
     from sim.profile import load_profile
 
     cfg.validate()
@@ -269,18 +277,31 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
         todo.sort(key=lambda c: (c.board, not c.mpi))
         for i, case in enumerate(todo):
             t0 = time.monotonic()
-            traced = None  # the calibration run of an MPI case
+            traced = None  # the calibration runs' sims/s of an MPI case
             if case.mpi:
-                # the traced run only calibrates: recording costs the engine 5-35% of its simulations at 9x9
-                # (records, their collection), and the figures compared are those of runs without a trace
-                trace = str(Path(tmp) / f"t{i}")
-                traced = (measure_mpi(case, cfg.run_seconds, trace, cfg.params, cfg.timeout, seed=1)
-                          if given is None else None)
-                runs = [measure_mpi(case, cfg.run_seconds, None, cfg.params, cfg.timeout, seed=1 + k)
-                        for k in range(cfg.run_repeats)]
-                meas = _median(runs)
-                prof = given or calibrate(trace, base, name=f"validate-{i}", pingpong=pp)
-                board_prof.setdefault(case.board, prof)
+                # each repeat is a traced run that only calibrates and an untraced run that is measured, one
+                # after the other: this shared VM's speed drifts 20-40% within minutes (five back-to-back untraced
+                # runs of leaf 2x1 9x9: 9,285-19,093 sims/s), so one calibration run carried its minute's speed
+                # into the prediction. The prediction is the median over the calibrations, as the measurement is
+                # the median over the runs. Recording itself costs a traced 2x1 run at 9x9 2-30% of its sims/s
+                # (A/B pairs: treesplit 0.98, leaf 0.95, tds 0.71): the traced runs probe it (trace_probe).
+                preds, traced_runs, runs, factors = [], [], [], []
+                for k in range(cfg.run_repeats):
+                    trace = str(Path(tmp) / f"t{i}-{k}")
+                    if given is None:
+                        traced_runs.append(measure_mpi(case, cfg.run_seconds, trace, cfg.params, cfg.timeout,
+                                                       seed=1 + k))
+                    runs.append(measure_mpi(case, cfg.run_seconds, None, cfg.params, cfg.timeout, seed=1 + k))
+                    prof = given or calibrate(trace, base, name=f"validate-{i}-{k}", pingpong=pp)
+                    probe = probe_factor(read_trace(trace)) if given is None else None
+                    if probe is not None:
+                        factors.append(probe[0])
+                    board_prof.setdefault(case.board, prof)
+                    preds.append(predict(case, prof, runs[-1]["seconds"], int(runs[-1].get("bcast_ranks", 0)),
+                                         cfg.params, seed=k))
+                    shutil.rmtree(trace, ignore_errors=True)
+                meas, pred = _median(runs), _median(preds)
+                traced = _median(traced_runs) if traced_runs else None
                 figs = FIGURES
             else:
                 prof = given or board_prof.get(case.board)
@@ -294,20 +315,22 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
                 calibrated = calibrate_kernel(case.board, KERNEL_CALIBRATION_S)
                 meas = measure_shared(case, cfg.run_seconds)
                 figs = ("sims_per_s",)
-            pred = _median([predict(case, prof, meas["seconds"], int(meas.get("bcast_ranks", 0)),
-                                    {} if not case.mpi else cfg.params, seed=k)
-                            for k in range(cfg.run_repeats if case.mpi else 1)])
-            if not case.mpi:
+                pred = predict(case, prof, meas["seconds"], 0, {}, seed=0)
                 pred["sims_per_s"] *= calibrated / modelled_seq[case.board]
             r = row(case, meas, pred, figs)
             note = ""
-            r["sims_per_s_traced"] = r["trace_cost"] = None
+            r["sims_per_s_traced"] = r["trace_cost"] = r["record_factor"] = None
             if traced is not None:
-                # what recording cost the calibration run (seed 1 with a trace against the untraced median):
-                # the profile's costs carry it, so a prediction that is low by about as much is the trace's
+                # what recording cost the calibration runs (the traced median against the untraced one): the
+                # profiles' costs carry it, so a prediction that is low by about as much is the trace's
                 r["sims_per_s_traced"] = traced["sims_per_s"]
                 r["trace_cost"] = 1.0 - traced["sims_per_s"] / meas["sims_per_s"] if meas["sims_per_s"] else None
-                note = f", traced run {traced['sims_per_s']:.0f}"
+                note = f", traced {traced['sims_per_s']:.0f}"
+            if case.mpi and factors:
+                # the calibration runs record every other 0.1 s: sims/s recorded / unrecorded in the same run,
+                # by which calibration scaled the costs the trace showed (sim.calibrate.probe_factor)
+                r["record_factor"] = statistics.median(factors)
+                note += f", recorded windows at {r['record_factor']:.2f}"
             rows.append(r)
             err = r["sims_per_s_error"]
             log(f"  [{i + 1}/{len(todo)}] {case.label:26s} measured {meas['sims_per_s']:8.0f} sims/s, predicted "

@@ -99,7 +99,11 @@ def versions() -> dict[str, str]:
 
 @dataclass
 class Meta:
-    """meta.json. `ranks` is {"search": M, "broadcast": B}; `params` the algorithm's parameters."""
+    """meta.json. `ranks` is {"search": M, "broadcast": B}; `params` the algorithm's parameters. `extra` holds
+    what a runtime adds: an engine run's komi, moves and budget, `idle_spin` (seconds a rank without workers
+    polls after its last work), `trace_probe` (P of a probing trace, which records packages and messages only
+    in the windows [kP, (k+1)P) of even k, so that calibration can compare them with the others; 0 or absent:
+    everything recorded) and, once it finished, `complete` and its summary."""
 
     runtime: str  # "engine" or "sim"
     algo: str

@@ -170,12 +170,25 @@ def test_algorithms_quick(run_cli, tmp_path):
     # predicting again keeps the measured rows; dfuct (not in the statistical fidelity) runs functionally
     m.loc[m.algo == "root", "pps"] = 12345.0
     m.to_csv(tmp_path / "measured.csv", index=False)
+    # ... and plays the strength games asked for: each algorithm on 2 ranks against the sequential search
     r = run_cli("experiment", "algorithms", "--quick", "--out", str(tmp_path), "--param", "reuse_measured=true",
-                "--param", "algos=root,dfuct", timeout=360)
+                "--param", "algos=root,dfuct", "--param", "strength_games=1", "--param", "strength_seconds=0.05",
+                timeout=360)
     assert r.returncode == 0, r.stderr[-2000:]
     assert (pd.read_csv(tmp_path / "measured.csv").query("algo == 'root'").pps == 12345.0).all()
     p = pd.read_csv(tmp_path / "predicted.csv")
     assert set(p.algo) == {"root", "dfuct"} and (p[p.algo == "dfuct"].pps > 0).all()
+    st = pd.read_csv(tmp_path / "strength.csv")
+    assert st.algo.tolist() == ["root", "dfuct"] and (st.games == 1).all() and (st.ranks == 2).all()
+    assert ((st.wins + st.losses + st.draws) == 1).all() and (st.our_faults == 0).all()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert set(summary["results"]["strength_win_rate_vs_sequential"]) == {"root", "dfuct"}
+    assert "strength against the sequential search" in (tmp_path / "report.html").read_text()
+    # without new games the kept strength rows stay in the report
+    r = run_cli("experiment", "algorithms", "--quick", "--out", str(tmp_path), "--param", "reuse_measured=true",
+                "--param", "algos=root", timeout=360)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert pd.read_csv(tmp_path / "strength.csv").algo.tolist() == ["root", "dfuct"]
     r = run_cli("experiment", "algorithms", "--quick", "--out", str(tmp_path / "empty"), "--param",
                 "reuse_measured=true", timeout=120)
     assert r.returncode == 2 and "no " in r.stderr and "measured.csv" in r.stderr

@@ -51,7 +51,7 @@ def test_bad_config_is_a_clear_error():
         ValidateConfig(seconds=-1).validate()
     with pytest.raises(ConfigError, match="repeats"):
         ValidateConfig(repeats=0).validate()
-    assert ValidateConfig(quick=True).run_repeats == 1 and ValidateConfig().run_repeats == 3
+    assert ValidateConfig(quick=True).run_repeats == 3 and ValidateConfig().run_repeats == 3
 
 
 def test_cli_bad_input(run_cli):
@@ -65,7 +65,8 @@ def test_cli_bad_input(run_cli):
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_quick_validation_runs_engine_and_simulator(run_cli, tmp_path):
-    r = run_cli("validate", "--quick", "--json", "--no-save", "--seconds", "1", "--no-pingpong", timeout=380)
+    r = run_cli("validate", "--quick", "--json", "--no-save", "--seconds", "1", "--repeats", "1", "--no-pingpong",
+                timeout=380)
     assert r.returncode == 0, r.stderr[-2000:]
     res = json.loads(r.stdout)
     rows = {x["config"]: x for x in res["rows"]}
@@ -73,6 +74,8 @@ def test_quick_validation_runs_engine_and_simulator(run_cli, tmp_path):
     ts = rows["treesplit 2x1 9x9"]
     for f in FIGURES:
         assert ts[f"{f}_measured"] > 0 and ts[f"{f}_predicted"] > 0 and ts[f"{f}_error"] is not None
+    assert ts["sims_per_s_traced"] > 0 and ts["trace_cost"] is not None  # the calibration run, reported
+    assert 0 < ts["record_factor"] < 3  # its recorded windows' speed against its unrecorded ones
     # the message figures follow from the roles, which both runtimes share: they must agree closely
     # even on a loaded machine (sims/s and busy depend on the machine's load; see experiments/SIMULATOR.md)
     for f in ("messages_per_sim", "bytes_per_sim", "hops_per_sim"):

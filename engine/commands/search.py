@@ -30,6 +30,10 @@ def register(sub) -> None:
     p.add_argument("--ranks", type=int, default=None, help="MPI search ranks (MPI algorithms)")
     p.add_argument("--bcast-ranks", type=int, default=None, help="MPI broadcast ranks (treesplit, hybrid)")
     p.add_argument("--trace", default=None, metavar="DIR", help="record a trace directory (MPI algorithms)")
+    p.add_argument("--trace-probe", action="store_true",
+                   help="with --trace: record packages and messages only in every other 0.1 s, so that `treesplit "
+                        "calibrate` measures what recording costs and fits a profile of the untraced engine (the "
+                        "dashboards then show the gaps)")
     p.add_argument("--telemetry", default=None, metavar="HOST:PORT", help="push live telemetry (MPI algorithms)")
     p.add_argument("--tt-mb", type=float, default=None, help="transposition table memory in MiB")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",

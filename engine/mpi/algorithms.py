@@ -98,7 +98,7 @@ def run_search(args) -> int:
                            seed=args.game_seed, cost=args.playout_cost).options()
     dc = distributed_config(args.algo, cfg, game=args.game, board=args.board, komi=args.komi,
                             game_params=game_params, sims=args.sims, seconds=args.seconds, trace=args.trace,
-                            telemetry=args.telemetry)
+                            trace_probe=bool(getattr(args, "trace_probe", False)), telemetry=args.telemetry)
     hint = layout_hint(dc)
     if hint and not args.json:
         print(hint, file=sys.stderr, flush=True)

@@ -44,6 +44,9 @@ class DistributedConfig:
     seed: int = 0
     trace: str | None = None
     trace_sample_rate: float = 1.0  # fraction of packages/messages recorded; samples stay exact
+    # record packages and messages only in every other sample window (recorder.SAMPLE_EVERY), so that the
+    # trace's samples show what recording costs the run (sim/calibrate.py scales its costs by it)
+    trace_probe: bool = False
     telemetry: str | None = None  # HOST:PORT
     role_factory: str = ""  # "module:function" building the roles instead of the algorithm registry (tests)
     stall_timeout: float = 60.0  # seconds without progress before a rank gives up and aborts the job
@@ -61,6 +64,7 @@ class DistributedConfig:
         check(self.sims is None or (isinstance(self.sims, int) and self.sims >= 1), "sims", "need sims >= 1")
         check(self.seconds is None or self.seconds > 0, "seconds", "need seconds > 0")
         check(0 < self.trace_sample_rate <= 1, "trace_sample_rate", "need a fraction in (0, 1]")
+        check(not self.trace_probe or self.trace is not None, "trace_probe", "needs a trace directory")
         check(self.stall_timeout > 0, "stall_timeout", "need seconds > 0")
         if self.telemetry is not None:
             host, _, port = self.telemetry.rpartition(":")

@@ -23,6 +23,7 @@ simulations or the shutdown stop moving for `stall_timeout` seconds. SIGINT/SIGT
 from __future__ import annotations
 
 import gc
+import math
 import os
 import signal
 import sys
@@ -187,7 +188,7 @@ class RankRuntime:
     def _loop(self) -> None:
         host, ep, pool, control, lock = self.host, self.ep, self.pool, self.control, self.lock
         now, rec, local, inline, outbox = self.now, self.rec, self.local, self.inline, self.outbox
-        apply, recording, rank = self._apply, self.rec.writer is not None, self.rank
+        apply, writing, rank = self._apply, self.rec.writer is not None, self.rank
         messages = rec.messages
         self.cpu0 = time.process_time()
         with lock:
@@ -206,7 +207,7 @@ class RankRuntime:
                 with lock:
                     for src, kind, records in arrived:
                         for sim_id, t_send, payload in records:
-                            if recording:
+                            if writing and rec.active:
                                 messages.append((t_send, t_recv, src, rank, kind, len(payload), sim_id))
                             if kind == CONTROL:
                                 control.on_message(src, payload, t_recv)
@@ -255,6 +256,16 @@ class RankRuntime:
                 self.wake.wait(IDLE_WAIT)
                 self.wake.clear()
 
+    def _record(self, on: bool) -> None:
+        """Record packages and messages from now on, or pause (a probing trace's windows)."""
+        if on == self.rec.active:
+            return
+        self.rec.active = on
+        if self.pool is not None:
+            self.pool.record = on
+        if hasattr(self.host, "record_parts"):
+            self.host.record_parts(on)
+
     def _apply(self, out, worker: int = -1) -> None:
         """Carry out a role's answer (the caller holds the role lock): packages to the workers (or to the IO
         thread's own queue), messages to the outbox, or straight back to the role if sent to this rank."""
@@ -287,7 +298,7 @@ class RankRuntime:
     def _run_inline(self, pkg: Any) -> float:
         """Run one package on the IO thread; returns the time it ended."""
         now, execute = self.now, self.host.execute
-        if self.rec.recording:
+        if self.rec.active:
             result, start, t1 = run_recorded(pkg, execute, self.host.describe, now, 0, self.rec.io_packages)
         else:
             start = now()
@@ -320,10 +331,16 @@ class RankRuntime:
 
     def _collect(self, t: float) -> None:
         self.rec.collect(self.pool.take_records() if self.pool is not None else [])
-        self.rec.next_sample = t + SAMPLE_EVERY
+        # on a grid of the (synchronised) clock, so that every rank's windows are the same
+        self.rec.next_sample = (math.floor(t / SAMPLE_EVERY) + 1) * SAMPLE_EVERY
 
     def _sample(self, t: float) -> None:
         self._collect(t)
+        if self.config.trace_probe:
+            # the collection belongs to the window whose records it moved, and the next window records
+            # only if its index is even (sim/calibrate.probe_factor reads the windows back the same way)
+            self._record(math.floor(t / SAMPLE_EVERY) % 2 == 0)
+            t = self.now()
         counters = self.host.counters()
         busy = self.rec.sample(t, self.busy_time(), self.workers, self.queue_len(), counters)
         if self.rec.sender is not None and t >= self.rec.next_telemetry:
@@ -365,7 +382,9 @@ class RankRuntime:
                                 "seconds": cfg.seconds, "complete": False,
                                 # how long a search rank without workers keeps polling after its last work
                                 # before it naps (sim/calibrate.py: such ranks show no nap lattice)
-                                "idle_spin": SPIN_FOR if cfg.threads == 1 else 0.0})
+                                "idle_spin": SPIN_FOR if cfg.threads == 1 else 0.0,
+                                # packages and messages recorded only in even-numbered sample windows
+                                "trace_probe": SAMPLE_EVERY if cfg.trace_probe else 0.0})
         return self.meta
 
     def _finish_trace(self, result: dict[str, Any], t_end: float) -> None:

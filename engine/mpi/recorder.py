@@ -141,6 +141,7 @@ class Recorder:
             self.sender = TelemetrySender(host, int(port))
             self.window = Window(rank)
         self.recording = self.writer is not None or self.sender is not None  # packages and messages wanted
+        self.active = self.recording  # ... and recorded now (a probing trace pauses every other window)
         if self.recording:  # load (or compile: ~0.5 s) the kernel that places logged parts before the search
             _place_parts(0.0, 1.0, np.zeros(1, np.int8), np.zeros(1, np.int32), np.zeros(2, np.int64),
                          np.zeros(1, np.int64))

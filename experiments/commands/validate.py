@@ -18,8 +18,8 @@ def register(sub) -> None:
                    help="board size, may repeat (default: 9 and 19; --quick: 9)")
     p.add_argument("--seconds", type=float, default=None, help="seconds per real run (default 1.5 quick, 3)")
     p.add_argument("--repeats", type=int, default=None,
-                   help="engine runs (seeds 1..N) and simulator seeds per MPI configuration; medians are compared "
-                        "(default 1 with --quick, else 3)")
+                   help="per MPI configuration, N traced runs that calibrate and N untraced runs that are measured "
+                        "(seeds 1..N, interleaved); the medians are compared (default 3)")
     p.add_argument("--profile", default=None, help="one profile for every configuration instead of calibrating "
                                                     "on each run (a shipped name or a TOML file)")
     p.add_argument("--no-pingpong", action="store_true", help="keep the base profile's network (no MPI sweep)")

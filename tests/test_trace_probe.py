@@ -1,0 +1,85 @@
+"""A probing trace (DistributedConfig.trace_probe): the engine records packages and messages only in every other
+sample window, and calibration reads from the samples what recording cost the run (sim.calibrate.probe_factor)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from model.errors import ConfigError
+
+
+def _probing_trace(rate_on: float, rate_off: float, seconds: float = 3.0, period: float = 0.1, ranks: int = 2,
+                   probe: float | None = 0.1):
+    """Samples as the engine writes them: each rank on the grid k * period (plus a little lag), its sims_done
+    growing at rate_on in windows of even k and at rate_off in the others."""
+    rows = []
+    rng = np.random.default_rng(0)
+    for r in range(ranks):
+        done = 0.0
+        t_prev = 0.0
+        for k in range(int(seconds / period) + 1):
+            t = k * period + float(rng.uniform(0, 2e-4))
+            if k:
+                done += (rate_on if (k - 1) % 2 == 0 else rate_off) * (t - t_prev)
+            rows.append({"t": t, "rank": r, "sims_done": int(done)})
+            t_prev = t
+    extra = {"trace_probe": probe} if probe is not None else {}
+    return SimpleNamespace(meta={"ranks": {"search": ranks}, "extra": extra}, samples=pd.DataFrame(rows))
+
+
+def test_probe_factor_compares_recorded_and_unrecorded_windows():
+    from sim.calibrate import probe_factor
+
+    f, windows = probe_factor(_probing_trace(8000.0, 10000.0))
+    assert f == pytest.approx(0.8, rel=0.01) and windows >= 10
+    # no probe in the trace, or too few windows of each kind: no factor
+    assert probe_factor(_probing_trace(8000.0, 10000.0, probe=None)) is None
+    assert probe_factor(_probing_trace(8000.0, 10000.0, seconds=0.4)) is None
+
+
+def test_trace_probe_needs_a_trace():
+    from engine.mpi import DistributedConfig
+
+    with pytest.raises(ConfigError, match="trace_probe"):
+        DistributedConfig(algo="treesplit", ranks=2, seconds=1.0, trace_probe=True).validate()
+
+
+def test_cli_trace_probe_needs_a_trace(run_cli):
+    r = run_cli("search", "--algo", "treesplit", "--ranks", "2", "--seconds", "0.5", "--trace-probe", timeout=60)
+    assert r.returncode == 2 and "trace_probe: needs a trace directory" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(240)
+def test_engine_records_every_other_window_and_calibration_scales_by_it(run_cli, tmp_path):
+    from model.trace import read_trace
+    from sim.calibrate import probe_factor
+    from sim.distributions import fit_distribution
+    from sim.profile import load_profile
+
+    trace = tmp_path / "t"
+    r = run_cli("search", "--algo", "treesplit", "--ranks", "2", "--bcast-ranks", "0", "--threads", "1", "--board",
+                "9", "--seconds", "1.5", "--seed", "1", "--trace", str(trace), "--trace-probe", "--json", timeout=200)
+    assert r.returncode == 0, r.stderr[-2000:]
+    tr = read_trace(trace)
+    assert tr.meta["extra"]["trace_probe"] == pytest.approx(0.1)
+    window = np.floor(tr.packages["t_start"].to_numpy() / 0.1).astype(int)
+    # recorded in even windows only (a package may start in the few microseconds before a rank's flip)
+    assert len(window) > 100 and (window % 2 == 0).mean() > 0.97
+    assert (np.floor(tr.messages["t_recv"].to_numpy() / 0.1).astype(int) % 2 == 0).mean() > 0.97
+    assert tr.samples.groupby("rank").size().min() >= 12  # the samples cover every window
+    f, windows = probe_factor(tr)
+    assert 0.2 < f < 3.0 and windows >= 4
+    out = tmp_path / "p.toml"
+    r = run_cli("calibrate", str(trace), "-o", str(out), "--no-pingpong", timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    prof = load_profile(str(out))
+    assert "recorded windows ran at" in prof.source
+    # the trace's playout costs, scaled to the unrecorded speed
+    pk = tr.packages[tr.packages["kind"].astype(str) == "playout"]
+    seen = fit_distribution((pk["t_end"] - pk["t_start"]).to_numpy()).mean
+    assert prof.costs["playout"].mean == pytest.approx(seen * min(f, 1.0), rel=1e-3)
