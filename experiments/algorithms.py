@@ -351,7 +351,7 @@ def outcome(cfg: Config, tables: dict):
             "points reach 128 CNs; ours is two ranks against one core."))
     agreement, summary = _agreement(cfg, m, p)
     if st is not None and len(st):
-        more, ws = _strength_words(st)
+        more, ws = _strength_words(st, m)
         agreement += " " + more
         summary["strength_win_rate_vs_sequential"] = ws
     return Outcome(tables=tables, sections=sections, agreement=agreement, summary=summary)
@@ -377,22 +377,36 @@ def _strength_chart(st: pd.DataFrame):
     return f
 
 
-def _strength_words(st: pd.DataFrame) -> tuple[str, dict]:
-    """The strength sentence of the agreement, and the summary's win rates with their intervals."""
+def _strength_words(st: pd.DataFrame, m: pd.DataFrame) -> tuple[str, dict]:
+    """The strength sentence of the agreement, and the summary's win rates with their intervals. `m`: the
+    measured PPS, to say how many playouts each side had."""
     ws = {str(r.algo): [round(float(r.win_rate), 3), round(float(r.ci_low), 3), round(float(r.ci_high), 3)]
           for r in st.itertuples()}
     above = [a for a, (w, lo, hi) in ws.items() if lo > 0.5]
     below = [a for a, (w, lo, hi) in ws.items() if hi < 0.5]
     even = [a for a in ws if a not in above and a not in below]
     ranks = int(st.ranks.iloc[0])
+    g0, g1 = int(st.games.min()), int(st.games.max())
     parts = [f"Strength on Go 9x9 ({ranks} ranks against the sequential search at equal time, "
-             f"{int(st.games.min())}-{int(st.games.max())} games each): "
+             f"{g0 if g0 == g1 else f'{g0}-{g1}'} games each): "
              + ", ".join(f"{a} {w:.2f} [{lo:.2f}, {hi:.2f}]" for a, (w, lo, hi) in ws.items()) + "."]
+    go = m[m.game == "go"] if "game" in m else m.iloc[:0]
+    seq = go[go.algo == "sequential"].pps
+    ratio = {}
+    if len(seq) and float(seq.iloc[0]) > 0:
+        for a in ws:
+            d = go[(go.algo == a) & (go.ranks == ranks)].pps
+            if len(d) and d.iloc[0] == d.iloc[0]:
+                ratio[a] = float(d.iloc[0]) / float(seq.iloc[0])
     if above:
         parts.append(f"Stronger than the sequential search: {', '.join(above)}.")
     if below:
-        parts.append(f"Weaker: {', '.join(below)} - as seed 001 found for its tree-sharing agents at their first "
-                     "inter-node step, a second rank's messages cost more simulations than its core adds.")
+        parts.append(f"Weaker: {', '.join(below)}"
+                     + (" (their playouts per second on {} ranks, measured above: ".format(ranks)
+                        + ", ".join(f"{ratio[a]:.2f}" for a in below if a in ratio) + " of the sequential search's)"
+                        if any(a in ratio for a in below) else "")
+                     + ". As in seed 001, where none of its agents beat its 1-CN reference, a second rank here "
+                     "costs more in messages and waiting than its core adds.")
     if even:
         parts.append(f"Not distinguishable from it at this many games: {', '.join(even)}.")
     return " ".join(parts), ws

@@ -14,7 +14,6 @@ default: it shows the mechanics and the direction, not the thesis's error bars.
 
 from __future__ import annotations
 
-import math
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -179,6 +178,11 @@ def _strength_fig(s: pd.DataFrame):
     return f
 
 
+def _games(st: pd.DataFrame) -> str:
+    lo, hi = int(st.games.min()), int(st.games.max())
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
 def outcome(cfg: Config, tables: dict):
     from bokeh.layouts import column
 
@@ -226,10 +230,11 @@ def outcome(cfg: Config, tables: dict):
         rows = list(st.itertuples())
         apart = [(a, b) for a in rows for b in rows if a.ci_high < b.ci_low]
         strength_txt = (" The engine games (" + ", ".join(
-            f"N_dup {r.n_dup:g}: {r.wins}/{r.games}, {r.win_rate:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]" for r in rows)
+            f"N_dup {r.n_dup:g}: {r.wins} won of {r.games}, score {r.win_rate:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]"
+            for r in rows)
             + f" against {cfg.opponent.split()[0]}) "
             + ("separate " + "; ".join(f"N_dup {b.n_dup:g} above {a.n_dup:g}" for a, b in apart) + "." if apart else
-               f"do not separate the N_dup values at {int(st.games.min())}-{int(st.games.max())} games each: the "
+               f"do not separate the N_dup values at {_games(st)} games each: the "
                "bell of Figure 4.22 spans a few tens of Elo, which needs hundreds of games per point."))
     agreement = (
         f"As the thesis says, lowering N_dup {'trades' if traffic_down and hops_up else 'does not clearly trade'} hops "
