@@ -17,11 +17,12 @@ Three sources, one chart per domain and metric, x = worker cores:
   `reuse_measured = true` keeps the measured rows of the last run in the output directory and only predicts
   again (a simulator change does not need the real ranks again).
 Strength (seed 001's Figure 5.9, each agent against a 1-CN reference): with `strength_games` > 0, each algorithm
-on `strength_ranks` real ranks plays that many games of Go 9x9 against the sequential search at the same
-seconds per move (colours alternating; experiments/games.py), which is as far as this machine's cores reach.
-Our games are Go only: the GTP player and the match referee are Go's (LOA's serial agents play in
-experiments/loa_roundrobin.py). With `reuse_measured`, an earlier run's strength.csv is kept unless
-`strength_games` asks for new games.
+on `strength_ranks` real ranks plays that many games of each game in `strength_on` (Go 9x9 through the GTP
+referee; LOA, seed 001's domain, refereed by its own rules: experiments/games.py) against the sequential search
+at the same seconds per move, colours alternating, which is as far as this machine's cores reach. On LOA no
+side uses RAVE (seed 001's agents have none); on Go all but dfuct do. With `reuse_measured`, an earlier run's
+strength.csv is kept unless `strength_games` asks for new games, and then its rows of the games not played
+again stay.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from model.config import check
 QUESTION = ("How do root, leaf, tds, dfuct and treesplit compare by playouts per second (PPS) and nodes per second "
             "(NPS) as compute grows, on Lines of Action and on Go: measured on real ranks here and on 16 cores, "
             "predicted by the simulator up to 128 compute nodes of seed 001's cluster; and by strength against the "
-            "sequential search where real ranks fit (Go 9x9)?")
+            "sequential search where real ranks fit (Go 9x9 and Lines of Action)?")
 REFERENCE = ("Seed 001 (Christoph 2020), 5.3.1-5.3.3: Figures 5.7 (PPS), 5.8 (NPS) and 5.9 (win rate) of root/leaf, "
              "root/tree, leaf, TDS, df-UCT and UCT-Treesplit agents on LOA, 1 ... 128 CNs of 12 cores on the Lengau "
              "cluster (FDR InfiniBand), 1 s per move. Its figures reach us as prose.")
@@ -50,6 +51,7 @@ BENCH_16 = ("bench_parallel_scaling-16core.json", "bench_parallel_scaling-16core
 # df-UCT's ranks merge visit counts and rewards but no AMAF data, so it plays without RAVE (the sequential
 # opponent and the other algorithms keep the player's default RAVE)
 NO_RAVE = ("dfuct",)
+GAME_TITLES = {"go": "Go 9x9", "loa": "Lines of Action"}
 PLAYOUT_BENCH = {"go": "bench-playouts-9-light.json", "loa": "bench-playouts-loa-knowledge.json"}
 
 
@@ -72,6 +74,7 @@ class Config:
     strength_games: int = 0                                    # per algorithm against sequential (0: none)
     strength_ranks: int = 2                                    # ranks of each algorithm in those games
     strength_seconds: float = 0.25                             # per move, both sides
+    strength_on: list = field(default_factory=lambda: ["go", "loa"])  # the games they play
     move_timeout: float = 120.0
 
     def validate(self) -> None:
@@ -84,6 +87,8 @@ class Config:
         check(isinstance(self.strength_ranks, int) and self.strength_ranks >= 2, "strength_ranks",
               "need >= 2 (leaf's master needs a playout rank)")
         check(self.strength_seconds > 0 and self.move_timeout > 0, "strength_seconds", "need > 0")
+        check(len(self.strength_on) >= 1 and all(g in ("go", "loa") for g in self.strength_on), "strength_on",
+              "go and/or loa")
 
 
 def _game_args(cfg: Config, game: str) -> dict:
@@ -201,43 +206,55 @@ def run(cfg: Config, out: Path):
     tables = {"measured": measured, "bench16": bench_16core(), "predicted": pd.DataFrame(pred)}
     strength = Path(out) / "strength.csv"
     if cfg.strength_games:
-        tables["strength"] = measure_strength(cfg, Path(out))
+        kept_rows = None
+        if cfg.reuse_measured and strength.exists():
+            old = pd.read_csv(strength)
+            kept_rows = old[~old.game.isin(cfg.strength_on)]
+            print(f"  strength rows of other games kept from {strength} ({len(kept_rows)})", flush=True)
+        tables["strength"] = measure_strength(cfg, Path(out), kept_rows)
     elif cfg.reuse_measured and strength.exists():
         tables["strength"] = pd.read_csv(strength)
         print(f"  strength rows kept from {strength} ({len(tables['strength'])})", flush=True)
     return outcome(cfg, kept(out, tables))
 
 
-def measure_strength(cfg: Config, out: Path) -> pd.DataFrame:
-    """Each algorithm on cfg.strength_ranks ranks against the sequential search, equal seconds per move. The
+def measure_strength(cfg: Config, out: Path, kept_rows: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Each algorithm on cfg.strength_ranks ranks against the sequential search, equal seconds per move, on
+    each game of cfg.strength_on; `kept_rows` (an earlier run's rows of other games) stay in the table. The
     table is written after each algorithm, so a run cut short keeps the algorithms it finished."""
     import shutil
     import tempfile
 
     from engine.player import PlayerConfig
-    from experiments.games import play
+    from experiments.games import play, play_loa
     from model.config import from_dict
 
-    def player(algo: str, ranks: int | None, seed: int) -> PlayerConfig:
+    def rave(game: str, algo: str) -> bool:
+        return game == "go" and algo not in NO_RAVE
+
+    def player(game: str, algo: str, ranks: int | None, seed: int) -> PlayerConfig:
         return from_dict(PlayerConfig, {"algo": algo, "seconds": cfg.strength_seconds, "ranks": ranks,
                                         "threads": 1, "seed": seed, "policy": "light",
-                                        "rave": algo not in NO_RAVE}, where="strength: ")
+                                        "rave": rave(game, algo)}, where="strength: ")
 
-    rows = []
+    rows = [] if kept_rows is None else kept_rows.to_dict("records")
     tmp = Path(tempfile.mkdtemp(prefix="treesplit-algorithms-strength-"))
     try:
-        for algo in cfg.algos:
-            row = play(player(algo, cfg.strength_ranks, cfg.seed), player("sequential", None, cfg.seed + 1),
-                       cfg.strength_games, tmp / algo, cfg.board, 7.0, 1, cfg.move_timeout)
-            rows.append({"game": "go", "algo": algo, "ranks": cfg.strength_ranks, "opponent": "sequential",
-                         "rave": algo not in NO_RAVE,
-                         "seconds_per_move": cfg.strength_seconds, **{k: v for k, v in row.items()
-                                                                      if k != "seconds_per_move"},
-                         "our_seconds_per_move": row["seconds_per_move"]})
-            print(f"  strength go {algo} {cfg.strength_ranks} ranks vs sequential: {row['wins']}-{row['losses']}"
-                  f"-{row['draws']}, win rate {row['win_rate']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]",
-                  flush=True)
-            pd.DataFrame(rows).to_csv(out / "strength.csv", index=False)
+        for game in cfg.strength_on:
+            for algo in cfg.algos:
+                ours, theirs = player(game, algo, cfg.strength_ranks, cfg.seed), player(game, "sequential", None,
+                                                                                       cfg.seed + 1)
+                row = (play(ours, theirs, cfg.strength_games, tmp / algo, cfg.board, 7.0, 1, cfg.move_timeout)
+                       if game == "go" else play_loa(ours, theirs, cfg.strength_games, tmp / f"loa-{algo}"))
+                rows.append({"game": game, "algo": algo, "ranks": cfg.strength_ranks, "opponent": "sequential",
+                             "rave": rave(game, algo),
+                             "seconds_per_move": cfg.strength_seconds, **{k: v for k, v in row.items()
+                                                                          if k != "seconds_per_move"},
+                             "our_seconds_per_move": row["seconds_per_move"]})
+                print(f"  strength {game} {algo} {cfg.strength_ranks} ranks vs sequential: {row['wins']}-"
+                      f"{row['losses']}-{row['draws']}, win rate {row['win_rate']:.2f} [{row['ci_low']:.2f}, "
+                      f"{row['ci_high']:.2f}]", flush=True)
+                pd.DataFrame(rows).to_csv(out / "strength.csv", index=False)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return pd.DataFrame(rows)
@@ -305,7 +322,7 @@ def outcome(cfg: Config, tables: dict):
     m, b16, p = tables["measured"], tables["bench16"], tables["predicted"]
     sections = []
     for game in cfg.games:
-        label = "Go 9x9" if game == "go" else "Lines of Action"
+        label = GAME_TITLES[game]
         here = m[m.game == game]
         pred = p[p.game == game] if len(p) else p
         frames_pps = [("predicted", pred), ("here", here)] + ([("16", b16)] if game == "go" and len(b16) else [])
@@ -331,11 +348,13 @@ def outcome(cfg: Config, tables: dict):
                "LOA's tree." if game == "loa" else "")))
     st = tables.get("strength")
     if st is not None and len(st):
+        played = list(dict.fromkeys(st.game))
         sections.append(Section(
-            "Go 9x9: strength against the sequential search at equal time per move",
-            column(_strength_chart(st), table_widget(
-                st[[c for c in ("algo", "ranks", "rave", "games", "wins", "losses", "draws", "win_rate", "ci_low",
-                                "ci_high", "elo") if c in st]].round(3), width=660)),
+            f"{' and '.join(GAME_TITLES[g] for g in played)}: strength against the sequential search at equal time "
+            "per move",
+            column(row(*[_strength_chart(st[st.game == g], g) for g in played]), table_widget(
+                st[[c for c in ("game", "algo", "ranks", "rave", "games", "wins", "losses", "draws", "win_rate",
+                                "ci_low", "ci_high", "elo") if c in st]].round(3), width=660)),
             quote("None of our other implementations were able to achieve a win-rate greater than 50% at any CN "
                   "configuration versus the 1 CN root/tree agent. ... Our distributed leaf parallelisation scales "
                   "well until 16 CNs, at which point it tapers off at a win-rate of approximately 50%. ... "
@@ -346,18 +365,20 @@ def outcome(cfg: Config, tables: dict):
                   "seed 001, 5.3.3, Figure 5.9 (LOA, 50 matches per point against 1-CN root/tree, 1 s per move)"),
             f"Ours: each algorithm on {int(st.ranks.iloc[0])} real ranks x 1 thread against our sequential search "
             f"(one core), {st.seconds_per_move.iloc[0]:g} s per move each, {int(st.games.min())}-{int(st.games.max())}"
-            " games per algorithm, colours alternating; whiskers are 95% Wilson intervals. Every player uses RAVE "
-            "but dfuct, whose ranks merge no AMAF data. Seed 001's reference is a whole multi-threaded CN and its "
-            "points reach 128 CNs; ours is two ranks against one core."))
+            " games per algorithm and game, colours alternating; whiskers are 95% Wilson intervals. On Go every "
+            "player uses RAVE but dfuct, whose ranks merge no AMAF data; on LOA none does, as seed 001's agents. "
+            "Seed 001's reference is a whole multi-threaded CN and its points reach 128 CNs; ours is two ranks "
+            "against one core."))
     agreement, summary = _agreement(cfg, m, p)
     if st is not None and len(st):
-        more, ws = _strength_words(st, m)
-        agreement += " " + more
-        summary["strength_win_rate_vs_sequential"] = ws
+        for g in dict.fromkeys(st.game):
+            more, ws = _strength_words(st[st.game == g], m, g)
+            agreement += " " + more
+            summary["strength_win_rate_vs_sequential" + ("" if g == "go" else f"_{g}")] = ws
     return Outcome(tables=tables, sections=sections, agreement=agreement, summary=summary)
 
 
-def _strength_chart(st: pd.DataFrame):
+def _strength_chart(st: pd.DataFrame, game: str):
     from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
 
     from experiments.report import figure
@@ -365,7 +386,7 @@ def _strength_chart(st: pd.DataFrame):
     d = st.copy()
     d["color"] = [COLORS.get(a, "gray") for a in d.algo]
     src = ColumnDataSource(d)
-    f = figure("Win rate against the sequential search (Go 9x9)", "algorithm", "win rate (95% interval)",
+    f = figure(f"Win rate against the sequential search ({GAME_TITLES[game]})", "algorithm", "win rate (95% interval)",
                "Each algorithm on real ranks against the sequential search, equal seconds per move. Above 0.5: "
                "the parallel search is the stronger.", x_range=list(d.algo), y_range=(0, 1), width=560, height=340)
     f.add_layout(Span(location=0.5, dimension="width", line_color="gray", line_dash="dashed"))
@@ -377,9 +398,9 @@ def _strength_chart(st: pd.DataFrame):
     return f
 
 
-def _strength_words(st: pd.DataFrame, m: pd.DataFrame) -> tuple[str, dict]:
-    """The strength sentence of the agreement, and the summary's win rates with their intervals. `m`: the
-    measured PPS, to say how many playouts each side had."""
+def _strength_words(st: pd.DataFrame, m: pd.DataFrame, game: str) -> tuple[str, dict]:
+    """The strength sentence of the agreement for one game's rows, and the summary's win rates with their
+    intervals. `m`: the measured PPS, to say how many playouts each side had."""
     ws = {str(r.algo): [round(float(r.win_rate), 3), round(float(r.ci_low), 3), round(float(r.ci_high), 3)]
           for r in st.itertuples()}
     above = [a for a, (w, lo, hi) in ws.items() if lo > 0.5]
@@ -387,10 +408,10 @@ def _strength_words(st: pd.DataFrame, m: pd.DataFrame) -> tuple[str, dict]:
     even = [a for a in ws if a not in above and a not in below]
     ranks = int(st.ranks.iloc[0])
     g0, g1 = int(st.games.min()), int(st.games.max())
-    parts = [f"Strength on Go 9x9 ({ranks} ranks against the sequential search at equal time, "
+    parts = [f"Strength on {GAME_TITLES[game]} ({ranks} ranks against the sequential search at equal time, "
              f"{g0 if g0 == g1 else f'{g0}-{g1}'} games each): "
              + ", ".join(f"{a} {w:.2f} [{lo:.2f}, {hi:.2f}]" for a, (w, lo, hi) in ws.items()) + "."]
-    go = m[m.game == "go"] if "game" in m else m.iloc[:0]
+    go = m[m.game == game] if "game" in m else m.iloc[:0]
     seq = go[go.algo == "sequential"].pps
     ratio = {}
     if len(seq) and float(seq.iloc[0]) > 0:

@@ -63,3 +63,66 @@ def play(player: PlayerConfig, opponent: PlayerConfig | str, games: int, out: Pa
             "elo": st["elo"], "elo_low": st["elo_low"], "elo_high": st["elo_high"],
             "our_faults": len(summary["our_faults"]), "mean_moves": round(summary["mean_moves"], 1),
             "seconds_per_move": summary["our_seconds_per_move"], "mean_game_seconds": summary["mean_game_seconds"]}
+
+
+def play_loa(player: PlayerConfig, opponent: PlayerConfig, games: int, out: Path, max_plies: int = 300,
+             policy: str = "knowledge", knowledge: str = "mc") -> dict:
+    """Lines of Action: `player` against `opponent`, both searchers of this process (an MPI algorithm's ranks
+    run in its own session), colours alternating, each side's budget its config's sims/seconds per move. GTP
+    and the match referee are Go's; here the game's own rules (model/loa) referee. A game longer than
+    `max_plies` is a draw (seed 001's agents, like ours, can shuffle pieces for long). Writes games.csv into
+    `out` after each game; returns the same row as `play`."""
+    import statistics
+    import time
+
+    import pandas as pd
+
+    from engine import algorithms
+    from engine.sequential import Position
+    from engine.timecontrol import Budget
+    from model import uct
+    from model.loa.game import LoaGame
+    from model.stats import match_stats
+
+    out.mkdir(parents=True, exist_ok=True)
+    sides = [algorithms.make_searcher(c.algo, c.algo_config()) for c in (player, opponent)]
+    budgets = [Budget(sims=c.sims, seconds=c.seconds) for c in (player, opponent)]
+    records, our_secs, our_moves = [], 0.0, 0
+    try:
+        for k in range(games):
+            ours = k % 2  # our colour: Black (0) in even games
+            gm = LoaGame(policy, knowledge)
+            hashes = [gm.hash()]
+            for s in sides:
+                s.reset()
+            t0, result, reason = time.perf_counter(), 0.0, "cap"
+            while not gm.is_over and gm.ply < max_plies:
+                p = gm.to_move
+                side = 0 if p == ours else 1
+                t = time.perf_counter()
+                r = sides[side].search(Position(gm.g, gm.state, uct.history_array(hashes)), budgets[side])
+                if side == 0:
+                    our_secs, our_moves = our_secs + time.perf_counter() - t, our_moves + 1
+                if r.resign or r.action < 0:
+                    result, reason = (-1.0 if p == 0 else 1.0), "resign"
+                    break
+                gm.play(r.action)
+                hashes.append(gm.hash())
+            if gm.is_over:
+                result, reason = gm.result(), "end"
+            ours_won = result * (1 if ours == 0 else -1)
+            records.append({"game": k + 1, "our_color": "black" if ours == 0 else "white",
+                            "outcome": "win" if ours_won > 0 else "loss" if ours_won < 0 else "draw",
+                            "reason": reason, "plies": gm.ply, "seconds": round(time.perf_counter() - t0, 3),
+                            "moves": " ".join(gm.action_name(a) for _, a in gm.moves)})
+            pd.DataFrame(records).to_csv(out / "games.csv", index=False)
+    finally:
+        for s in sides:
+            s.close()
+    n = {o: sum(r["outcome"] == o for r in records) for o in ("win", "loss", "draw")}
+    st = match_stats(n["win"], n["loss"], n["draw"]).as_dict()
+    return {"games": len(records), "wins": n["win"], "losses": n["loss"], "draws": n["draw"], "void": 0,
+            **{k: st[k] for k in ("win_rate", "ci_low", "ci_high", "elo", "elo_low", "elo_high")},
+            "our_faults": 0, "mean_moves": round(statistics.fmean(r["plies"] for r in records), 1) if records else 0,
+            "seconds_per_move": our_secs / our_moves if our_moves else None,
+            "mean_game_seconds": statistics.fmean(r["seconds"] for r in records) if records else None}

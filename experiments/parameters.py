@@ -212,7 +212,12 @@ def outcome(cfg: Config, tables: dict):
                 f"N_dup {lo.n_dup:g} to {hi.n_dup:g}, sync messages/sim {lo.sync_msgs_per_sim:.3f} to "
                 f"{hi.sync_msgs_per_sim:.3f}, hops/sim {lo.hops_per_sim:.2f} to {hi.hops_per_sim:.2f}, load imbalance "
                 f"{lo.load_imbalance:.2f} to {hi.load_imbalance:.2f}, nodes duplicated {lo.nodes_duplicated} to "
-                f"{hi.nodes_duplicated}."),
+                f"{hi.nodes_duplicated}."
+                + ("" if st is None else
+                   f" The games: UCT-Treesplit on {cfg.strength_ranks}(+{cfg.strength_bcast_ranks}) real ranks, Go "
+                   f"{cfg.board}x{cfg.board}, {cfg.strength_sims} simulations a move, against "
+                   f"{' '.join(cfg.opponent.split()[:1] + cfg.opponent.split()[3:5])}, {_games(st)} games per N_dup "
+                   "value, colours alternating; whiskers are 95% Wilson intervals.")),
         Section("Figure 4.23: N_sync_min (N_sync_max = 2 N_sync_min)",
                 _sweep_fig(ns, "n_sync_min", "N_sync sweep (simulator)", "N_sync_min"),
                 quote("We see that a reduction of the synchronization rate by increasing the value of N_sync_max leads "

@@ -58,6 +58,7 @@ def git_commit() -> str:
 
 
 def history_row(res: dict, cfg: Config) -> dict:
+    from experiments.validate import within_spread
     from model.results import stamp as machine_stamp
 
     stamp = machine_stamp()
@@ -68,10 +69,18 @@ def history_row(res: dict, cfg: Config) -> dict:
     return {"date": stamp["date"], "machine": stamp["machine"], "commit": git_commit(), "subset": cfg.subset,
             "boards": " ".join(str(b) for b in cfg.boards), "seconds": res["seconds"], "profile": res["profile"],
             "configurations": len(rows), "figures_compared": len(errs),
-            "over_goal": sum(e > res["goal"] for e in errs), "worst_error": res["worst_error"],
+            "over_goal": sum(e > res["goal"] for e in errs),
+            "over_goalwithin_spread": sum(within_spread(r) for r in rows), "worst_error": res["worst_error"],
             "worst_at": res["worst_at"], "median_abs_error": float(pd.Series(errs).median()) if errs else None,
             "median_abs_error_sims_per_s": float(pd.Series(sims).median()) if sims else None,
             "load_avg_1min": res["load_avg"][0] if res.get("load_avg") else None, "wall_s": round(res["wall_s"], 1)}
+
+
+def _spread_words(last) -> str:
+    n = last.get("over_goalwithin_spread")
+    if n is None or n != n or not int(last.over_goal):
+        return ""
+    return f", of which {int(n)} by less than its own measured runs lay apart"
 
 
 def run(cfg: Config, out: Path):
@@ -110,7 +119,8 @@ def outcome(cfg: Config, tables: dict):
     for x in (-100 * goal, 100 * goal):
         f1.add_layout(Span(location=x, dimension="height", line_dash="dashed", line_color="gray"))
     f1.add_tools(HoverTool(renderers=[bars], tooltips=[("", "@y"), ("error", "@pct{+0.0}%")]))
-    shown = t[["config"] + [c for f in ("sims_per_s",) for c in (f"{f}_measured", f"{f}_predicted", f"{f}_error")]]
+    shown = t[["config"] + [c for f in ("sims_per_s",) for c in (f"{f}_measured", f"{f}_predicted", f"{f}_error")]
+              + [c for c in ("sims_per_s_spread",) if c in t]]
     hh = h.copy()
     hh["run"] = range(1, len(hh) + 1)
     hh["worst_pct"] = 100 * hh.worst_error.astype(float)
@@ -133,7 +143,8 @@ def outcome(cfg: Config, tables: dict):
                 quote("The goal: every figure of every configuration that runs here within 15% of the measurement "
                       "(issue 4, `treesplit validate`).", "treesplit issue 4"),
                 f"This run: {int(last.configurations)} configurations, {int(last.figures_compared)} figures compared, "
-                f"{int(last.over_goal)} beyond 15%."),
+                f"{int(last.over_goal)} beyond 15%{_spread_words(last)}. sims_per_s_spread is how far this "
+                "configuration's own measured runs lay apart ((max - min) / median)."),
         Section("History", column(f2, table_widget(h[["date", "machine", "commit", "subset", "configurations",
                                                       "over_goal", "worst_error", "median_abs_error"]].round(3),
                                                    width=620)),

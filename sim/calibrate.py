@@ -28,7 +28,7 @@ import numpy as np
 
 from model.errors import TraceError, UserError
 from model.game import game_title
-from model.trace import read_trace
+from model.trace import Trace, read_trace
 from sim.distributions import fit_distribution
 from sim.profile import COST_KINDS, NetworkSpec, NodeSpec, Profile
 from sim.workload import fit_workload
@@ -196,26 +196,27 @@ def probe_factor(tr, min_windows: int = 4) -> tuple[float, int] | None:
     return float((sums[1, 0] / sums[1, 1]) / (sums[0, 0] / sums[0, 1])), min(counts)
 
 
-def calibrate(trace_dir: str | Path, base: Profile, name: str = "local", pingpong: dict | None = None) -> Profile:
-    tr = read_trace(trace_dir)
+def calibrate(trace: str | Path | Trace, base: Profile, name: str = "local", pingpong: dict | None = None) -> Profile:
+    """A profile of the machine that made `trace` (a trace directory, or one already read: a caller that also
+    reads other facts from it, such as probe_factor, reads it once)."""
+    tr = trace if isinstance(trace, Trace) else read_trace(trace)
     pk = tr.packages
     if pk.empty:
-        raise TraceError(f"{trace_dir}: the trace has no work packages to calibrate from")
+        raise TraceError(f"{tr.path}: the trace has no work packages to calibrate from")
     notes = []
     costs = dict(base.costs)
     dur = (pk["t_end"] - pk["t_start"]).to_numpy()
     kinds = pk["kind"].astype(str).to_numpy()
-    fitted, fitted_kinds = [], set()
+    fitted: dict[str, int] = {}  # kind -> packages its cost was fitted from
     for kind in COST_KINDS:
         x = dur[kinds == kind]
         if len(x) >= MIN_SAMPLES:
             costs[kind] = fit_distribution(x)
-            fitted.append(f"{kind} ({len(x)})")
-            fitted_kinds.add(kind)
+            fitted[kind] = len(x)
         else:
             notes.append(f"{kind} cost from {base.name}")
     if not fitted:
-        raise TraceError(f"{trace_dir}: no package kind has {MIN_SAMPLES} or more packages to fit")
+        raise TraceError(f"{tr.path}: no package kind has {MIN_SAMPLES} or more packages to fit")
     messages = dict(base.messages)
     ms = tr.messages
     if not ms.empty:
@@ -272,7 +273,7 @@ def calibrate(trace_dir: str | Path, base: Profile, name: str = "local", pingpon
             # come from the ping-pong, which records nothing)
             f, windows = probe
             f = min(f, 1.0)  # a faster recorded window is the host's noise, not a recording that saves time
-            costs = {k: (v.scaled(f) if k in fitted_kinds else v) for k, v in costs.items()}
+            costs = {k: (v.scaled(f) if k in fitted else v) for k, v in costs.items()}
             if fit is not None:
                 io = dataclasses.replace(io, per_package=io.per_package * f, stats_per_byte=io.stats_per_byte * f,
                                          per_message=max(0.0, (io.per_message + network.overhead) * f
@@ -290,9 +291,9 @@ def calibrate(trace_dir: str | Path, base: Profile, name: str = "local", pingpon
     machine = tr.meta.get("machine", "?")
     rk = tr.meta.get("ranks", {})
     game = game_title(tr.meta.get("game", "?"), tr.meta.get("board"))
-    source = (f"calibrated from {tr.meta.get('runtime')} trace {Path(trace_dir).name} ({algo} on {game}, "
+    source = (f"calibrated from {tr.meta.get('runtime')} trace {tr.path.name} ({algo} on {game}, "
               f"{rk.get('search', '?')}+{rk.get('broadcast', 0)} ranks, {threads} threads per rank, "
-              f"started {tr.meta.get('started_at', '?')}) on {machine}; fitted: {', '.join(fitted)}"
+              f"started {tr.meta.get('started_at', '?')}) on {machine}; fitted: {', '.join(f'{k} ({n})' for k, n in fitted.items())}"
               + (f"; ping-pong: {pingpong.get('mpi', 'MPI')}" if pingpong else "")
               + (f"; {'; '.join(notes)}" if notes else ""))
     prof = Profile(name=name, description=f"{machine}: one node = one rank with {threads} threads",

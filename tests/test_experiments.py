@@ -156,7 +156,7 @@ def test_parallel_degree_quick(run_cli, tmp_path):
 
 @pytest.mark.mpi
 @pytest.mark.slow
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(700)
 def test_algorithms_quick(run_cli, tmp_path):
     r = run_cli("experiment", "algorithms", "--quick", "--out", str(tmp_path), timeout=360)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -184,11 +184,23 @@ def test_algorithms_quick(run_cli, tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert set(summary["results"]["strength_win_rate_vs_sequential"]) == {"root", "dfuct"}
     assert "strength against the sequential search" in (tmp_path / "report.html").read_text()
+    # Lines of Action games (refereed by its own rules) join the Go rows, which stay
+    r = run_cli("experiment", "algorithms", "--quick", "--out", str(tmp_path), "--param", "reuse_measured=true",
+                "--param", "algos=root", "--param", "strength_games=1", "--param", "strength_seconds=0.05",
+                "--param", "strength_on=loa", timeout=360)
+    assert r.returncode == 0, r.stderr[-2000:]
+    st = pd.read_csv(tmp_path / "strength.csv")
+    assert list(zip(st.game, st.algo)) == [("go", "root"), ("go", "dfuct"), ("loa", "root")]
+    loa = st.iloc[-1]
+    assert loa.games == 1 and loa.wins + loa.losses + loa.draws == 1 and loa.mean_moves > 0 and not loa.rave
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert set(summary["results"]["strength_win_rate_vs_sequential_loa"]) == {"root"}
+    assert "Win rate against the sequential search (Lines of Action)" in (tmp_path / "report.html").read_text()
     # without new games the kept strength rows stay in the report
     r = run_cli("experiment", "algorithms", "--quick", "--out", str(tmp_path), "--param", "reuse_measured=true",
                 "--param", "algos=root", timeout=360)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert pd.read_csv(tmp_path / "strength.csv").algo.tolist() == ["root", "dfuct"]
+    assert pd.read_csv(tmp_path / "strength.csv").algo.tolist() == ["root", "dfuct", "root"]
     r = run_cli("experiment", "algorithms", "--quick", "--out", str(tmp_path / "empty"), "--param",
                 "reuse_measured=true", timeout=120)
     assert r.returncode == 2 and "no " in r.stderr and "measured.csv" in r.stderr

@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from experiments.validate import FIGURES, GOAL, Case, ValidateConfig, cases, format_table, rel_error, row, worst
+from experiments.validate import (FIGURES, GOAL, Case, ValidateConfig, _spread, cases, format_table, rel_error, row,
+                                  worst)
 from model.errors import ConfigError
 
 
@@ -31,6 +32,14 @@ def test_row_compares_only_the_figures_asked_for():
     text = format_table([r, seq])
     assert "+20%*" in text and "-10% " in text and "3 of 6 figures" in text  # sequential compares sims/s only
     assert "treesplit 2x1 9x9" in text.splitlines()[2]
+    assert "within the spread" not in text
+    # the measured runs lay 25% apart: a 20% error is within what the measurements themselves disagree by
+    r["sims_per_s_spread"] = _spread([900.0, 1000.0, 1150.0])
+    assert r["sims_per_s_spread"] == pytest.approx(0.25)
+    assert "within the spread of its own measured runs: treesplit 2x1 9x9" in format_table([r, seq])
+    r["sims_per_s_spread"] = 0.1
+    assert "within the spread" not in format_table([r, seq])
+    assert _spread([1000.0]) is None
 
 
 def test_cases_quick_is_a_subset_and_full_covers_the_issue():
@@ -51,7 +60,7 @@ def test_bad_config_is_a_clear_error():
         ValidateConfig(seconds=-1).validate()
     with pytest.raises(ConfigError, match="repeats"):
         ValidateConfig(repeats=0).validate()
-    assert ValidateConfig(quick=True).run_repeats == 3 and ValidateConfig().run_repeats == 3
+    assert ValidateConfig(quick=True).run_repeats == 3 and ValidateConfig().run_repeats == 5
 
 
 def test_cli_bad_input(run_cli):
