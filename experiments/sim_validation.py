@@ -76,6 +76,22 @@ def history_row(res: dict, cfg: Config) -> dict:
             "load_avg_1min": res["load_avg"][0] if res.get("load_avg") else None, "wall_s": round(res["wall_s"], 1)}
 
 
+def _tree_words(t: pd.DataFrame) -> str:
+    """The shared-tree rows' speed-up over the sequential search, measured and predicted: no trace calibrates
+    them, and the model gives the threads no cost for sharing the tree's nodes."""
+    parts = []
+    for r in t[t.algo == "tree"].itertuples():
+        seq = t[(t.algo == "sequential") & (t.board == r.board)]
+        if len(seq):
+            s = seq.iloc[0]
+            parts.append(f"{r.config} {r.sims_per_s_measured / s.sims_per_s_measured:.2f}x measured, "
+                         f"{r.sims_per_s_predicted / s.sims_per_s_predicted:.2f}x predicted")
+    if not parts:
+        return ""
+    return (" Shared-tree speed-ups over the sequential search (no trace calibrates them; the model charges its "
+            "threads nothing for sharing the tree's nodes): " + "; ".join(parts) + ".")
+
+
 def _spread_words(last) -> str:
     n = last.get("over_goalwithin_spread")
     if n is None or n != n or not int(last.over_goal):
@@ -161,6 +177,7 @@ def outcome(cfg: Config, tables: dict):
                  f"{float(last.worst_error):.0%} ({last.worst_at}). Measurements on this shared 2-core machine move "
                  f"with its load (1-min load {float(last.load_avg_1min):.1f}), which the calibrated costs only partly absorb."
                  + trend)
+    agreement += _tree_words(t)
     summary = {"configurations": int(last.configurations), "figures_compared": int(last.figures_compared),
                "over_goal": int(last.over_goal), "worst_error": round(float(last.worst_error), 3),
                "worst_at": str(last.worst_at), "median_abs_error": round(med, 3), "runs_in_history": len(h),

@@ -35,6 +35,16 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def scores_differ(p1: float, n1: int, p2: float, n2: int, z: float = Z95) -> bool:
+    """Whether two match scores (shares of points over n1 and n2 games) differ at the level z gives, by the
+    pooled two-proportion z-test. Two 95% intervals that overlap can still differ: the test is the one to ask."""
+    if n1 <= 0 or n2 <= 0:
+        return False
+    pooled = (p1 * n1 + p2 * n2) / (n1 + n2)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+    return se > 0 and abs(p1 - p2) / se > z
+
+
 def elo_diff(p: float) -> float:
     """Elo difference implied by win rate p: 400 * log10(p / (1 - p)); +-inf at p = 1 / 0."""
     if math.isnan(p):

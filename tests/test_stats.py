@@ -58,3 +58,15 @@ def test_draws_count_half_and_summary_is_json_safe():
     assert d["elo"] is None and d["elo_high"] is None and d["elo_low"] is not None
     json.dumps(d, allow_nan=False)
     assert math.isnan(win_rate(0, 0))
+
+
+def test_scores_differ_is_the_two_proportion_test():
+    from model.stats import scores_differ
+
+    # 17.5 of 20 against 10.5 of 20: the Wilson intervals overlap ([0.67, 0.96] and [0.32, 0.72]), z = 2.4
+    assert scores_differ(0.875, 20, 0.525, 20)
+    assert wilson_interval(17.5, 20)[0] < wilson_interval(10.5, 20)[1]
+    assert not scores_differ(0.55, 20, 0.525, 20)
+    assert not scores_differ(1.0, 20, 1.0, 20) and not scores_differ(0.5, 0, 0.9, 20)
+    # at 80 games a side the same 10-point gap is still not enough; 35 points at 20 games is
+    assert not scores_differ(0.6, 80, 0.5, 80) and scores_differ(0.85, 20, 0.5, 20)
