@@ -78,6 +78,14 @@ class Position:
         return cls(g, s, uct.history_array([game.position_hash(g, s)]))
 
 
+def wants_resign(cfg, root_visits: int, best_value: float | None) -> bool:
+    """Resign when the chosen move's mean reward is below cfg.resign (0: never) after at least
+    cfg.resign_min_visits root visits. When every move loses, visits spread thin: the root's count, not the
+    best child's, says whether the search looked long enough. Every searcher the Player drives uses this."""
+    return bool(best_value is not None and cfg.resign > 0 and root_visits >= cfg.resign_min_visits
+                and best_value < cfg.resign)
+
+
 @dataclass
 class SearchResult:
     action: int                 # most visited root child, -1 if the root has none
@@ -209,10 +217,7 @@ class SequentialSearcher:
             if k.visits > 0 and not uct.repeats_history(pos.g, pos.s, k.action, pos.history):
                 action, best = k.action, k
                 break
-        cfg = self.config
-        # when every move loses, visits spread thin: count the root's, not the best child's
-        resign = bool(best is not None and cfg.resign > 0 and visits >= cfg.resign_min_visits
-                      and best.value < cfg.resign)
+        resign = wants_resign(self.config, visits, None if best is None else best.value)
         return SearchResult(
             action=action, resign=resign, sims=int(counters[uct.C_SIMS]), playouts=int(counters[uct.C_PLAYOUTS]),
             new_nodes=int(counters[uct.C_NEW]), seconds=seconds, root_visits=visits, root_value=root_value,

@@ -70,8 +70,8 @@ def play_loa(player: PlayerConfig, opponent: PlayerConfig, games: int, out: Path
     """Lines of Action: `player` against `opponent`, both searchers of this process (an MPI algorithm's ranks
     run in its own session), colours alternating, each side's budget its config's sims/seconds per move. GTP
     and the match referee are Go's; here the game's own rules (model/loa) referee. A game longer than
-    `max_plies` is a draw (seed 001's agents, like ours, can shuffle pieces for long). Writes games.csv into
-    `out` after each game; returns the same row as `play`."""
+    `max_plies` is a draw (seed 001's agents, like ours, can shuffle pieces for long); nobody resigns. Writes
+    games.csv into `out` after each game; returns the same row as `play`."""
     import statistics
     import time
 
@@ -103,8 +103,10 @@ def play_loa(player: PlayerConfig, opponent: PlayerConfig, games: int, out: Path
                 r = sides[side].search(Position(gm.g, gm.state, uct.history_array(hashes)), budgets[side])
                 if side == 0:
                     our_secs, our_moves = our_secs + time.perf_counter() - t, our_moves + 1
-                if r.resign or r.action < 0:
-                    result, reason = (-1.0 if p == 0 else 1.0), "resign"
+                # no resigning: the MPI searchers never resign, so a sequential side that did would give up
+                # games its opponent could not; every game is played out (or to the cap)
+                if r.action < 0:
+                    result, reason = (-1.0 if p == 0 else 1.0), "no move"
                     break
                 gm.play(r.action)
                 hashes.append(gm.hash())

@@ -155,3 +155,22 @@ def test_gtp_player_keeps_one_mpi_session_across_moves(inside, tmp_path):
     cols = "ABCDEFGHJ"
     assert all(m == "pass" or (m[0] in cols and 1 <= int(m[1:]) <= 9) for m in moves)
     assert not _alive(tmp_path)
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_gtp_mpi_player_resigns_by_the_players_rule(tmp_path):
+    """An MPI searcher resigns as the sequential one does (engine.sequential.wants_resign): at resign 0.99 after
+    one root visit every position is lost; at 0 (never) the same search plays a move. Before, an MPI side
+    never resigned while its sequential opponent did."""
+    script = "boardsize 9\nclear_board\ngenmove b\nquit\n"
+    outs = []
+    for resign in ("0.99", "0"):
+        cmd = [*treesplit_cmd(), "gtp", "--algo", "treesplit", "--ranks", "2", "--threads", "1", "--sims", "200",
+               "--param", f"resign={resign}", "--param", "resign_min_visits=1"]
+        r = subprocess.run(cmd, input=script, capture_output=True, text=True, timeout=100, cwd=ROOT,
+                           env=dict(os.environ, TMPDIR=str(tmp_path)))
+        assert r.returncode == 0, r.stderr
+        outs.append(_gtp_moves(r.stdout))
+    assert outs[0] == ["resign"] and len(outs[1]) == 1 and outs[1][0] != "resign"
+    assert not _alive(tmp_path)

@@ -21,6 +21,7 @@ from typing import Any
 
 from engine import algorithms
 from engine.mpi.config import DistributedConfig
+from engine.sequential import SearchConfig
 from model.config import check, parse_overrides
 from model.roles.params import ALGO_DEFAULTS, ALGO_PARAMS, UCT_DEFAULTS, split_params
 from model.uct import UctParams
@@ -35,8 +36,10 @@ DESCRIPTIONS = {
 }
 DEFAULT_RANKS = 2
 DEFAULT_THREADS = 2
+# the job's layout and the player's resign rule (engine.sequential.wants_resign): not sent to the roles
 _LAYOUT = [("ranks", int | None, None), ("bcast_ranks", int | None, None), ("threads", int | None, None),
-           ("seed", int, 1), ("tt_mb", float | None, None)]
+           ("seed", int, 1), ("tt_mb", float | None, None),
+           ("resign", float, SearchConfig.resign), ("resign_min_visits", int, SearchConfig.resign_min_visits)]
 
 
 def _param_names(algo: str) -> list[str]:
@@ -73,6 +76,8 @@ def _config_class(algo: str) -> type:
         check(self.bcast_ranks is None or self.bcast_ranks >= 0, "bcast_ranks", "must be >= 0")
         check(self.threads is None or self.threads >= 1, "threads", "must be >= 1")
         check(self.tt_mb is None or self.tt_mb > 0, "tt_mb", "must be > 0")
+        check(0 <= self.resign < 1, "resign", "must be in [0, 1)")
+        check(self.resign_min_visits >= 0, "resign_min_visits", "must be >= 0")
         split_params(algo, algo_params(algo, self))
 
     return dataclasses.make_dataclass(f"{algo.capitalize()}Config", fields, namespace={"validate": validate})
@@ -155,7 +160,7 @@ class DistributedSearcher:
         return self.session
 
     def search(self, pos, budget, plan=None):
-        from engine.sequential import COUNTER_NAMES, SearchResult
+        from engine.sequential import COUNTER_NAMES, SearchResult, wants_resign
         from model.game import GO, game_name
         from model.go.board import G_SIZE
         from model.uct import RootChild
@@ -176,7 +181,9 @@ class DistributedSearcher:
         children = [RootChild(a, n, v, 0, nan) for a, n, v in res["children"]]
         counters = {k: 0 for k in COUNTER_NAMES}
         counters.update(sims=res["sims"], playouts=res["playouts"], new_nodes=res["nodes"])
-        return SearchResult(action=res["move"], resign=False, sims=res["sims"], playouts=res["playouts"],
+        resign = wants_resign(self.config, int(res["root_visits"]),
+                              float(res["move_value"]) if res["move"] >= 0 and res.get("move_visits") else None)
+        return SearchResult(action=res["move"], resign=resign, sims=res["sims"], playouts=res["playouts"],
                             new_nodes=res["nodes"], seconds=res["seconds"], root_visits=res["root_visits"],
                             root_value=res["root_value"], children=children, pv=res["pv"], extensions=[],
                             counters=counters)
