@@ -411,12 +411,12 @@ def _strength_words(st: pd.DataFrame, m: pd.DataFrame, game: str) -> tuple[str, 
     parts = [f"Strength on {GAME_TITLES[game]} ({ranks} ranks against the sequential search at equal time, "
              f"{g0 if g0 == g1 else f'{g0}-{g1}'} games each): "
              + ", ".join(f"{a} {w:.2f} [{lo:.2f}, {hi:.2f}]" for a, (w, lo, hi) in ws.items()) + "."]
-    go = m[m.game == game] if "game" in m else m.iloc[:0]
-    seq = go[go.algo == "sequential"].pps
+    gm = m[m.game == game] if "game" in m else m.iloc[:0]
+    seq = gm[gm.algo == "sequential"].pps
     ratio = {}
     if len(seq) and float(seq.iloc[0]) > 0:
         for a in ws:
-            d = go[(go.algo == a) & (go.ranks == ranks)].pps
+            d = gm[(gm.algo == a) & (gm.ranks == ranks)].pps
             if len(d) and d.iloc[0] == d.iloc[0]:
                 ratio[a] = float(d.iloc[0]) / float(seq.iloc[0])
     if above:

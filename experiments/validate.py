@@ -337,7 +337,7 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
             r["sims_per_s_traced"] = r["trace_cost"] = r["record_factor"] = None
             # how far the measured runs lie apart ((max - min) / median): an error below it is within what this
             # machine's own measurements of one configuration disagree by
-            r["sims_per_s_spread"] = spread if case.mpi else None
+            r["sims_per_s_spread"] = spread
             if traced is not None:
                 # what recording cost the calibration runs (the traced median against the untraced one): the
                 # profiles' costs carry it, so a prediction that is low by about as much is the trace's

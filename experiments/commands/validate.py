@@ -13,13 +13,14 @@ def register(sub) -> None:
                                    "print predicted vs measured figures with relative errors. Writes "
                                    "experiments/results/validate[-quick].json and .csv.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="a small subset (9x9 unless --board is given; ~2 min)")
+    p.add_argument("--quick", action="store_true", help="a small subset (9x9 unless --board is given; ~2 min; the full run ~14 min)")
     p.add_argument("--board", type=int, action="append", default=None, metavar="N",
                    help="board size, may repeat (default: 9 and 19; --quick: 9)")
     p.add_argument("--seconds", type=float, default=None, help="seconds per real run (default 1.5 quick, 3)")
     p.add_argument("--repeats", type=int, default=None,
                    help="per MPI configuration, N traced runs that calibrate and N untraced runs that are measured "
-                        "(seeds 1..N, interleaved); the medians are compared (default 3)")
+                        "(seeds 1..N, interleaved); the medians are compared, and the measured runs' spread "
+                        "((max - min) / median) is shown (default 5; --quick: 3)")
     p.add_argument("--profile", default=None, help="one profile for every configuration instead of calibrating "
                                                     "on each run (a shipped name or a TOML file)")
     p.add_argument("--no-pingpong", action="store_true", help="keep the base profile's network (no MPI sweep)")
