@@ -420,7 +420,10 @@ def _strength_words(st: pd.DataFrame, m: pd.DataFrame, game: str) -> tuple[str, 
             if len(d) and d.iloc[0] == d.iloc[0]:
                 ratio[a] = float(d.iloc[0]) / float(seq.iloc[0])
     if above:
-        parts.append(f"Stronger than the sequential search: {', '.join(above)}.")
+        parts.append(f"Stronger than the sequential search: {', '.join(above)}"
+                     + (f" (playouts per second on {ranks} ranks: "
+                        + ", ".join(f"{ratio[a]:.2f}" for a in above if a in ratio) + " of the sequential search's)"
+                        if any(a in ratio for a in above) else "") + ".")
     if below:
         parts.append(f"Weaker: {', '.join(below)}"
                      + (" (their playouts per second on {} ranks, measured above: ".format(ranks)
