@@ -56,6 +56,7 @@ INLINE_SLICE = 0.0002  # without workers: run packages this long between two pol
 # pay that for each one, as late answers to the next request (traced runs were ~30% slower at 9x9)
 IDLE_COLLECT_MIN = 256
 EXIT_INTERRUPTED = 130
+ABORT_GRACE = 0.3  # seconds between a fatal error's message and MPI Abort (see RankRuntime.abort)
 
 
 class Interrupted(Exception):
@@ -438,6 +439,9 @@ class RankRuntime:
         print(f"treesplit: rank {self.rank}: error: {message}", file=sys.stderr, flush=True)
         if details:
             print(details, file=sys.stderr, flush=True)
+        # mpiexec forwards a rank's stderr through its proxy, which Abort kills: on a loaded machine the line
+        # above was lost (CI saw only "see the rank's error above"); give the proxy a moment to pass it on
+        time.sleep(ABORT_GRACE)
         try:
             self.comm.Abort(1)
         finally:
