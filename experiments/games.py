@@ -57,12 +57,18 @@ def play(player: PlayerConfig, opponent: PlayerConfig | str, games: int, out: Pa
     make_opp = functools.partial(endpoint, opponent, board, komi, "opponent") if in_process else None
     summary = run_match(mc, functools.partial(endpoint, player, board, komi, "treesplit"), out,
                         engine_info=dataclasses.asdict(player), progress=False, make_opponent=make_opp)
-    st = summary["stats"]
-    return {"games": st["games"], "wins": st["wins"], "losses": st["losses"], "draws": st["draws"],
-            "void": summary["void"], "win_rate": st["win_rate"], "ci_low": st["ci_low"], "ci_high": st["ci_high"],
-            "elo": st["elo"], "elo_low": st["elo_low"], "elo_high": st["elo_high"],
-            "our_faults": len(summary["our_faults"]), "mean_moves": round(summary["mean_moves"], 1),
-            "seconds_per_move": summary["our_seconds_per_move"], "mean_game_seconds": summary["mean_game_seconds"]}
+    return _row(summary["stats"], void=summary["void"], our_faults=len(summary["our_faults"]),
+                mean_moves=summary["mean_moves"], seconds_per_move=summary["our_seconds_per_move"],
+                mean_game_seconds=summary["mean_game_seconds"])
+
+
+def _row(st: dict, void: int, our_faults: int, mean_moves: float, seconds_per_move: float | None,
+         mean_game_seconds: float | None) -> dict:
+    """One match's result row (`st`: model.stats.match_stats(...).as_dict()), the same for every game."""
+    return {"games": st["games"], "wins": st["wins"], "losses": st["losses"], "draws": st["draws"], "void": void,
+            **{k: st[k] for k in ("win_rate", "ci_low", "ci_high", "elo", "elo_low", "elo_high")},
+            "our_faults": our_faults, "mean_moves": round(mean_moves, 1), "seconds_per_move": seconds_per_move,
+            "mean_game_seconds": mean_game_seconds}
 
 
 def play_loa(player: PlayerConfig, opponent: PlayerConfig, games: int, out: Path, max_plies: int = 300,
@@ -103,8 +109,7 @@ def play_loa(player: PlayerConfig, opponent: PlayerConfig, games: int, out: Path
                 r = sides[side].search(Position(gm.g, gm.state, uct.history_array(hashes)), budgets[side])
                 if side == 0:
                     our_secs, our_moves = our_secs + time.perf_counter() - t, our_moves + 1
-                # no resigning: the MPI searchers never resign, so a sequential side that did would give up
-                # games its opponent could not; every game is played out (or to the cap)
+                # no resigning on LOA: every game is played out (or to the cap), as seed 001's games were
                 if r.action < 0:
                     result, reason = (-1.0 if p == 0 else 1.0), "no move"
                     break
@@ -122,9 +127,7 @@ def play_loa(player: PlayerConfig, opponent: PlayerConfig, games: int, out: Path
         for s in sides:
             s.close()
     n = {o: sum(r["outcome"] == o for r in records) for o in ("win", "loss", "draw")}
-    st = match_stats(n["win"], n["loss"], n["draw"]).as_dict()
-    return {"games": len(records), "wins": n["win"], "losses": n["loss"], "draws": n["draw"], "void": 0,
-            **{k: st[k] for k in ("win_rate", "ci_low", "ci_high", "elo", "elo_low", "elo_high")},
-            "our_faults": 0, "mean_moves": round(statistics.fmean(r["plies"] for r in records), 1) if records else 0,
-            "seconds_per_move": our_secs / our_moves if our_moves else None,
-            "mean_game_seconds": statistics.fmean(r["seconds"] for r in records) if records else None}
+    return _row(match_stats(n["win"], n["loss"], n["draw"]).as_dict(), void=0, our_faults=0,
+                mean_moves=statistics.fmean(r["plies"] for r in records) if records else 0,
+                seconds_per_move=our_secs / our_moves if our_moves else None,
+                mean_game_seconds=statistics.fmean(r["seconds"] for r in records) if records else None)

@@ -70,7 +70,7 @@ def history_row(res: dict, cfg: Config) -> dict:
             "boards": " ".join(str(b) for b in cfg.boards), "seconds": res["seconds"], "profile": res["profile"],
             "configurations": len(rows), "figures_compared": len(errs),
             "over_goal": sum(e > res["goal"] for e in errs),
-            "over_goalwithin_spread": sum(within_spread(r) for r in rows), "worst_error": res["worst_error"],
+            "over_goal_within_spread": sum(within_spread(r) for r in rows), "worst_error": res["worst_error"],
             "worst_at": res["worst_at"], "median_abs_error": float(pd.Series(errs).median()) if errs else None,
             "median_abs_error_sims_per_s": float(pd.Series(sims).median()) if sims else None,
             "load_avg_1min": res["load_avg"][0] if res.get("load_avg") else None, "wall_s": round(res["wall_s"], 1)}
@@ -93,7 +93,7 @@ def _tree_words(t: pd.DataFrame) -> str:
 
 
 def _spread_words(last) -> str:
-    n = last.get("over_goalwithin_spread")
+    n = last.get("over_goal_within_spread")
     if n is None or n != n or not int(last.over_goal):
         return ""
     return f", of which {int(n)} by less than its own measured runs lay apart"

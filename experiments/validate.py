@@ -501,10 +501,17 @@ def validate_traces(cfg: TraceValidateConfig,
 
     cfg.validate()
     runs = find_trace_runs(list(cfg.traces))
+    read: dict[str, Any] = {}  # each trace is read once, for `fused` and for calibration
+
+    def trace_of(path: Path) -> Any:
+        if str(path) not in read:
+            read[str(path)] = read_trace(path)
+        return read[str(path)]
+
     # the engine fused a simulation's steps on a rank into one package only from a later version on; a
     # trace made before runs the roles unfused (its bookkeeping is per step)
     runs = [r if "fuse" in r.params else dataclasses.replace(
-        r, params={**r.params, "fuse": fused(read_trace(r.path).packages)}) for r in runs]
+        r, params={**r.params, "fuse": fused(trace_of(r.path).packages)}) for r in runs]
     base_run = None
     if "predict" in cfg.modes:
         if cfg.base:
@@ -521,13 +528,13 @@ def validate_traces(cfg: TraceValidateConfig,
     net = load_profile(cfg.network)
     t_start = time.monotonic()
     own: dict[str, Any] = {}
-    base_prof = calibrate(base_run.path, net, name=f"base-{base_run.name}") if base_run else None
+    base_prof = calibrate(trace_of(base_run.path), net, name=f"base-{base_run.name}") if base_run else None
     rows: list[dict[str, Any]] = []
     for run in runs:
         for mode in cfg.modes:
             t0 = time.monotonic()
             if mode == "reproduce":
-                prof = own.get(run.name) or calibrate(run.path, net, name=run.name)
+                prof = own.get(run.name) or calibrate(trace_of(run.path), net, name=run.name)
                 own[run.name] = prof
             else:
                 prof = base_prof
