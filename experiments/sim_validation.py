@@ -73,12 +73,14 @@ def history_row(res: dict, cfg: Config) -> dict:
             "over_goal_within_spread": sum(within_spread(r) for r in rows), "worst_error": res["worst_error"],
             "worst_at": res["worst_at"], "median_abs_error": float(pd.Series(errs).median()) if errs else None,
             "median_abs_error_sims_per_s": float(pd.Series(sims).median()) if sims else None,
-            "load_avg_1min": res["load_avg"][0] if res.get("load_avg") else None, "wall_s": round(res["wall_s"], 1)}
+            "load_avg_1min": res["load_avg"][0] if res.get("load_avg") else None, "wall_s": round(res["wall_s"], 1),
+            "tree_share": res.get("tree_share")}
 
 
-def _tree_words(t: pd.DataFrame) -> str:
+def _tree_words(t: pd.DataFrame, share: float | None) -> str:
     """The shared-tree rows' speed-up over the sequential search, measured and predicted: no trace calibrates
-    them, and the model gives the threads no cost for sharing the tree's nodes."""
+    them; the model charges each thread `share` (NodeSpec.tree_share, measured by validate; None in runs made
+    before it was) per other thread for sharing the tree's nodes."""
     parts = []
     for r in t[t.algo == "tree"].itertuples():
         seq = t[(t.algo == "sequential") & (t.board == r.board)]
@@ -88,8 +90,10 @@ def _tree_words(t: pd.DataFrame) -> str:
                          f"{r.sims_per_s_predicted / s.sims_per_s_predicted:.2f}x predicted")
     if not parts:
         return ""
+    cost = ("nothing" if share is None or share != share else
+            f"{100 * share:.1f}% per other thread, measured on 9x9 as tree against independent searches")
     return (" Shared-tree speed-ups over the sequential search (no trace calibrates them; the model charges its "
-            "threads nothing for sharing the tree's nodes): " + "; ".join(parts) + ".")
+            f"threads {cost} for sharing the tree's nodes): " + "; ".join(parts) + ".")
 
 
 def _spread_words(last) -> str:
@@ -177,7 +181,7 @@ def outcome(cfg: Config, tables: dict):
                  f"{float(last.worst_error):.0%} ({last.worst_at}). Measurements on this shared 2-core machine move "
                  f"with its load (1-min load {float(last.load_avg_1min):.1f}), which the calibrated costs only partly absorb."
                  + trend)
-    agreement += _tree_words(t)
+    agreement += _tree_words(t, last.get("tree_share"))
     summary = {"configurations": int(last.configurations), "figures_compared": int(last.figures_compared),
                "over_goal": int(last.over_goal), "worst_error": round(float(last.worst_error), 3),
                "worst_at": str(last.worst_at), "median_abs_error": round(med, 3), "runs_in_history": len(h),

@@ -21,6 +21,8 @@ Which profile:
   package), which the sequential search's fused kernel never pays: so sequential and tree are predicted as the
   simulator's shared-memory rate scaled by this machine's sequential kernel speed, measured beforehand by a
   separate short calibration search on the board (the simulator then predicts how tree's threads scale).
+  What sharing one tree costs its threads (NodeSpec.tree_share) is measured once at the start, on 9x9: `tree`
+  against as many independent sequential searches at once (experiments/tree_sharing.py); 19x19 checks it.
 
 Figures (DESIGN.md "Metrics"): sims/s, messages/sim, bytes/sim, hops/sim, worker busy fraction. A relative
 error is (predicted - measured) / measured; None where the figure does not apply (0 measured and predicted,
@@ -199,9 +201,24 @@ def calibrate_kernel(board: int, seconds: float) -> float:
 
 def case_profile(prof, case: Case):
     """The profile laid out as the case runs: one rank per node with the case's threads (1: no workers)."""
-    from sim.profile import NodeSpec
+    return dataclasses.replace(prof, node=dataclasses.replace(prof.node, cores=max(1, case.threads),
+                                                               ranks_per_node=1))
 
-    return dataclasses.replace(prof, node=NodeSpec(cores=max(1, case.threads), ranks_per_node=1))
+
+TREE_SHARE_BOARD = 9  # measured on one board; the other board's tree case checks it
+
+
+def measure_tree_share(threads: int, seconds: float, rounds: int = 3) -> float:
+    """NodeSpec.tree_share on this machine: `tree` on `threads` threads against as many independent
+    sequential searches at once (experiments/tree_sharing.py), median over `rounds`. The independent searches
+    pay for the busy cores as the shared tree does, so their ratio is what sharing the nodes costs."""
+    from experiments.tree_sharing import one_round
+
+    ratios = []
+    for _ in range(rounds):
+        r = one_round(TREE_SHARE_BOARD, threads, seconds)
+        ratios.append(r["tree"] / r["independent"])
+    return min(1.0, max(0.0, (1.0 / statistics.median(ratios) - 1.0) / (threads - 1)))
 
 
 def kernel_only(prof):
@@ -279,10 +296,16 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
     base = load_profile("local")
     rows: list[dict[str, Any]] = []
     t_start = time.monotonic()
+    todo = cases(list(cfg.boards), cfg.quick)
+    share = None  # NodeSpec.tree_share, measured when a case shares a tree among threads
+    sharing = [c.threads for c in todo if c.algo == "tree"]
+    if given is None and sharing:
+        share = measure_tree_share(max(sharing), 0.5 if cfg.quick else 1.0)
+        log(f"tree on {max(sharing)} threads against independent searches ({TREE_SHARE_BOARD}x{TREE_SHARE_BOARD}): "
+            f"sharing the tree costs {100 * share:.1f}% per other thread (tree_share)")
     with tempfile.TemporaryDirectory(prefix="treesplit-validate-") as tmp:
         board_prof: dict[int, Any] = {}
         modelled_seq: dict[int, float] = {}  # board -> the simulator's sequential sims/s with the kernel profile
-        todo = cases(list(cfg.boards), cfg.quick)
         # MPI cases first: the shared-memory ones borrow their board's first calibration
         todo.sort(key=lambda c: (c.board, not c.mpi))
         for i, case in enumerate(todo):
@@ -304,7 +327,7 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
                     runs.append(measure_mpi(case, cfg.run_seconds, None, cfg.params, cfg.timeout, seed=1 + k))
                     if given is None:
                         tr = read_trace(trace)
-                        prof = calibrate(tr, base, name=f"validate-{i}-{k}", pingpong=pp)
+                        prof = calibrate(tr, base, name=f"validate-{i}-{k}", pingpong=pp, tree_share=share)
                         probe = probe_factor(tr)
                         if probe is not None:
                             factors.append(probe[0])
@@ -356,7 +379,7 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
     w, where = worst(rows)
     return {"quick": cfg.quick, "boards": list(cfg.boards), "seconds": cfg.run_seconds, "repeats": cfg.run_repeats,
             "profile": cfg.profile or "calibrated per configuration", "params": cfg.params, "goal": GOAL,
-            "worst_error": w, "worst_at": where, "wall_s": time.monotonic() - t_start,
+            "tree_share": share, "worst_error": w, "worst_at": where, "wall_s": time.monotonic() - t_start,
             "load_avg": list(_loadavg()), "rows": rows}
 
 

@@ -30,7 +30,7 @@ from model.errors import TraceError, UserError
 from model.game import game_title
 from model.trace import Trace, read_trace
 from sim.distributions import fit_distribution
-from sim.profile import COST_KINDS, NetworkSpec, NodeSpec, Profile
+from sim.profile import COST_KINDS, SIM_KINDS, NetworkSpec, NodeSpec, Profile
 from sim.workload import fit_workload
 
 MIN_SAMPLES = 5
@@ -196,9 +196,12 @@ def probe_factor(tr, min_windows: int = 4) -> tuple[float, int] | None:
     return float((sums[1, 0] / sums[1, 1]) / (sums[0, 0] / sums[0, 1])), min(counts)
 
 
-def calibrate(trace: str | Path | Trace, base: Profile, name: str = "local", pingpong: dict | None = None) -> Profile:
+def calibrate(trace: str | Path | Trace, base: Profile, name: str = "local", pingpong: dict | None = None,
+              tree_share: float | None = None) -> Profile:
     """A profile of the machine that made `trace` (a trace directory, or one already read: a caller that also
-    reads other facts from it, such as probe_factor, reads it once)."""
+    reads other facts from it, such as probe_factor, reads it once). `tree_share` (default: base's) is what
+    one more worker on a rank's tree costs a simulation there (NodeSpec.tree_share), measured apart: the
+    profile keeps the costs of a worker alone, so a trace of ranks with several workers has it divided out."""
     tr = trace if isinstance(trace, Trace) else read_trace(trace)
     pk = tr.packages
     if pk.empty:
@@ -224,7 +227,14 @@ def calibrate(trace: str | Path | Trace, base: Profile, name: str = "local", pin
             if kind != "CONTROL" and len(sizes):
                 messages[kind] = int(np.median(sizes))
     threads = int(tr.meta.get("threads", base.node.cores_per_rank))
-    node = NodeSpec(cores=max(1, threads), ranks_per_node=1)
+    node = NodeSpec(cores=max(1, threads), ranks_per_node=1,
+                    tree_share=base.node.tree_share if tree_share is None else tree_share)
+    node.validate()
+    share = node.sharing_factor()
+    if share != 1.0:
+        costs = {k: (v.scaled(1 / share) if k in fitted and k in SIM_KINDS else v) for k, v in costs.items()}
+        notes.append(f"simulation costs divided by {share:.3f}: {threads - 1} workers shared each rank's tree "
+                     f"(tree_share {node.tree_share:.3f})")
     network, io = base.network, base.io
     if pingpong:
         network = NetworkSpec(latency=pingpong["latency"], overhead=pingpong["overhead"], gap=pingpong["gap"],

@@ -5,7 +5,9 @@ A profile is a TOML file with these tables (sim/profiles/oculus.toml is a commen
     name, description, source          strings
     [node]      cores, ranks_per_node   a search rank gets cores // ranks_per_node cores: 1 IO + the workers
                                         (1 core per rank: no workers, the IO core runs the packages itself
-                                        between two polls, the engine's --threads 1)
+                                        between two polls, the engine's --threads 1); optional: tree_share
+                                        (per other worker on the rank's tree, the fraction a simulation's
+                                        packages take longer than on a worker alone; 0 = free)
     [network]   LogGP: latency L, overhead o, gap g, gap_per_byte G (per node NIC, shared by its ranks),
                 eager_threshold (bytes; larger messages take a rendezvous round trip first),
                 shm_latency, shm_gap_per_byte (ranks on the same node)
@@ -21,7 +23,7 @@ A profile is a TOML file with these tables (sim/profiles/oculus.toml is a commen
     [workload.<algo>]  optional: what one simulation does, for the statistical fidelity (sim/workload.py)
 
 `load_profile("oculus")` finds a shipped profile by name; any other argument is a path.
-Every field is required; a missing, mistyped or negative one is a ConfigError naming it.
+Every field not marked optional is required; a missing, mistyped or negative one is a ConfigError naming it.
 """
 
 from __future__ import annotations
@@ -40,17 +42,30 @@ from sim.distributions import Distribution, parse_distribution
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 COST_KINDS = ("select", "expand", "playout", "update", "sync", "bcast")
+SIM_KINDS = COST_KINDS[:4]  # one simulation's packages, which walk or grow the rank's tree
 
 
 @dataclass(frozen=True)
 class NodeSpec:
     cores: int
     ranks_per_node: int
+    # a rank's workers walk and update one tree: per other worker, a simulation's packages on a worker take
+    # this fraction longer than alone (the shared nodes' cache lines move between cores; validate measures it
+    # as `tree` on 2 threads against 2 independent searches). Optional, 0 = sharing costs nothing.
+    tree_share: float = 0.0
 
     def validate(self) -> None:
         check(self.ranks_per_node >= 1, "node.ranks_per_node", "must be >= 1")
         check(isinstance(self.cores, int) and self.cores >= self.ranks_per_node, "node.cores",
               f"must be >= ranks_per_node (each rank needs a core), got {self.cores}")
+        check(isinstance(self.tree_share, (int, float)) and 0 <= self.tree_share <= 1, "node.tree_share",
+              f"must be a fraction from 0 to 1, got {self.tree_share!r}")
+
+    def sharing_factor(self, workers: int | None = None) -> float:
+        """How much longer a simulation's package takes on one of `workers` (default: this layout's) workers
+        sharing a tree than on a worker alone."""
+        w = self.workers_per_rank if workers is None else workers
+        return 1.0 + self.tree_share * max(0, w - 1)
 
     @property
     def cores_per_rank(self) -> int:
@@ -123,6 +138,14 @@ class Profile:
     def sim_seconds(self) -> float:
         """Mean cost of one sequential simulation: a select, a playout and an update package."""
         return sum(self.costs[k].mean for k in ("select", "playout", "update"))
+
+    def contended(self) -> "Profile":
+        """The profile as its workers run: a simulation's package costs scaled by node.sharing_factor() (a
+        trace shows them so on ranks of several workers; calibrate divides it out)."""
+        f = self.node.sharing_factor()
+        if f == 1.0:
+            return self
+        return dataclasses.replace(self, costs={k: d.scaled(f) if k in SIM_KINDS else d for k, d in self.costs.items()})
 
     def with_overrides(self, pairs: dict[str, str]) -> "Profile":
         """A copy with some fields replaced, by dotted name: network.latency=2e-6, costs.playout.median=1e-3."""

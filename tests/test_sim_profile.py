@@ -1,5 +1,6 @@
 """Machine profiles: loading, validation (one message naming the field), distributions, overrides."""
 
+import dataclasses
 import tomllib
 
 import numpy as np
@@ -34,6 +35,7 @@ def test_shipped_profiles_load():
     (("network", "gap_per_byte"), -1e-9, "network.gap_per_byte: must be"),
     (("io", "poll_per_peer"), -1.0, "io.poll_per_peer: must be"),
     (("node", "cores"), 1, "node.cores: must be"),
+    (("node", "tree_share"), 1.5, "node.tree_share: must be a fraction"),
     (("costs", "playout"), None, "costs.playout: missing"),
     (("costs", "select"), {"dist": "lognormal", "median": -1.0, "sigma": 0.1}, "costs.select.median: must be >= 0"),
     (("costs", "update"), {"dist": "lognormal", "median": 1e-6}, "costs.update.sigma: missing"),
@@ -103,3 +105,34 @@ def test_fit_keeps_the_mean_despite_a_long_tail():
     assert f.quantiles[-2] <= f.quantiles[-1] <= y.max()
     with pytest.raises(ConfigError, match="probs: must rise"):
         parse_distribution("x", {"dist": "empirical", "quantiles": [1, 2], "probs": [0.5, 1.0]})
+
+
+def test_tree_share_slows_the_workers_of_one_tree_and_calibration_divides_it_out(tmp_path):
+    from model.trace import read_trace
+    from sim.calibrate import calibrate
+    from sim.simulate import SimConfig, simulate
+
+    base = load_profile("oculus")  # 2 ranks of 1 IO core + 7 workers per node
+    assert base.node.tree_share == 0 and base.contended() is base  # optional; old profiles share for free
+    shared = dataclasses.replace(base, node=dataclasses.replace(base.node, tree_share=0.05))
+    assert shared.node.sharing_factor() == pytest.approx(1.30) and shared.node.sharing_factor(1) == 1.0
+    c = shared.contended()
+    assert c.costs["playout"].mean == pytest.approx(1.30 * base.costs["playout"].mean)
+    assert c.costs["select"].mean == pytest.approx(1.30 * base.costs["select"].mean)
+    assert c.costs["sync"].mean == pytest.approx(base.costs["sync"].mean)  # not one simulation's
+    assert profile_from_dict(shared.to_toml()).node.tree_share == 0.05  # saved and read back
+
+    def run(prof, trace=None):
+        cfg = SimConfig(algo="treesplit", profile="oculus", nodes=1, seconds=0.1, fidelity="functional",
+                        game="pgame", seed=3, trace=trace)
+        return simulate(cfg, profile=prof)
+
+    alone, slowed = run(base), run(shared, str(tmp_path / "t"))
+    assert slowed["sims_per_s"] / alone["sims_per_s"] == pytest.approx(1 / 1.30, rel=0.1)
+    # the trace shows the slowed packages; a calibration that knows the share recovers a worker alone
+    tr = read_trace(tmp_path / "t")
+    knows = calibrate(tr, base, name="knows", tree_share=0.05)
+    ignores = calibrate(tr, base, name="ignores")
+    assert knows.node.tree_share == 0.05 and "divided by 1.300" in knows.source
+    assert knows.costs["playout"].mean == pytest.approx(base.costs["playout"].mean, rel=0.1)
+    assert ignores.costs["playout"].mean == pytest.approx(1.30 * base.costs["playout"].mean, rel=0.1)
