@@ -140,7 +140,7 @@ def outcome(cfg: Config, tables: dict):
         f1.add_layout(Span(location=x, dimension="height", line_dash="dashed", line_color="gray"))
     f1.add_tools(HoverTool(renderers=[bars], tooltips=[("", "@y"), ("error", "@pct{+0.0}%")]))
     shown = t[["config"] + [c for f in ("sims_per_s",) for c in (f"{f}_measured", f"{f}_predicted", f"{f}_error")]
-              + [c for c in ("sims_per_s_spread",) if c in t]]
+              + [c for c in ("sims_per_s_error_of_medians", "sims_per_s_spread") if c in t]]
     hh = h.copy()
     hh["run"] = range(1, len(hh) + 1)
     hh["worst_pct"] = 100 * hh.worst_error.astype(float)
@@ -164,7 +164,10 @@ def outcome(cfg: Config, tables: dict):
                       "(issue 4, `treesplit validate`).", "treesplit issue 4"),
                 f"This run: {int(last.configurations)} configurations, {int(last.figures_compared)} figures compared, "
                 f"{int(last.over_goal)} beyond 15%{_spread_words(last)}. sims_per_s_spread is how far this "
-                "configuration's own measured runs lay apart ((max - min) / median)."),
+                "configuration's own measured runs lay apart ((max - min) / median). An MPI row's sims/s error is "
+                "the median over its repeats of each prediction against the run measured right after its "
+                "calibration run (the machine's speed drifts between minutes); sims_per_s_error_of_medians is "
+                "the median prediction against the median measurement."),
         Section("History", column(f2, table_widget(h[["date", "machine", "commit", "subset", "configurations",
                                                       "over_goal", "worst_error", "median_abs_error"]].round(3),
                                                    width=620)),

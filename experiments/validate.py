@@ -10,7 +10,9 @@ Which profile:
     sizes, per-package bookkeeping; network from one MPI ping-pong made at the start), one per repeat, each
     followed by an untraced run; the prediction is the median over the calibrations and the measurement the
     median over the untraced runs, so the prediction tests the model's structure (roles,
-    IO loop, queues, network) given the costs a trace shows. The traced runs record every other 0.1 s
+    IO loop, queues, network) given the costs a trace shows. sims/s, a rate of this drifting machine, is
+    judged by the median of each pair's error (a calibration against the run right after it: paired_error;
+    column sims_per_s_error_of_medians keeps the medians' error). The traced runs record every other 0.1 s
     (DistributedConfig.trace_probe), and calibration scales the costs they show by the ratio of the
     recorded windows' sims/s to the unrecorded ones' (sim.calibrate.probe_factor): what recording cost
     that run, measured in the same minute (column record_factor). sequential and tree are
@@ -310,7 +312,8 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
         todo.sort(key=lambda c: (c.board, not c.mpi))
         for i, case in enumerate(todo):
             t0 = time.monotonic()
-            traced = spread = None  # the calibration runs' sims/s of an MPI case; the measured runs' spread
+            # the calibration runs' sims/s of an MPI case; the measured runs' spread; sims/s error over pairs
+            traced = spread = paired = None
             if case.mpi:
                 # each repeat is a traced run that only calibrates and an untraced run that is measured, one
                 # after the other: this shared VM's speed drifts 20-40% within minutes (five back-to-back untraced
@@ -339,6 +342,8 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
                     shutil.rmtree(trace, ignore_errors=True)
                 meas, pred = _median(runs), _median(preds)
                 spread = _spread([r["sims_per_s"] for r in runs])
+                if given is None:
+                    paired = paired_error(preds, runs)
                 traced = _median(traced_runs) if traced_runs else None
                 figs = FIGURES
             else:
@@ -356,6 +361,9 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
                 pred = predict(case, prof, meas["seconds"], 0, {}, seed=0)
                 pred["sims_per_s"] *= calibrated / modelled_seq[case.board]
             r = row(case, meas, pred, figs)
+            if paired is not None:
+                r["sims_per_s_error_of_medians"] = r["sims_per_s_error"]
+                r["sims_per_s_error"] = paired
             note = ""
             r["sims_per_s_traced"] = r["trace_cost"] = r["record_factor"] = None
             # how far the measured runs lie apart ((max - min) / median): an error below it is within what this
@@ -397,6 +405,17 @@ def _spread(xs: list[float]) -> float | None:
 
     med = statistics.median(xs) if len(xs) > 1 else 0.0
     return (max(xs) - min(xs)) / med if med > 0 else None
+
+
+def paired_error(preds: list[dict[str, float]], runs: list[dict[str, float]], figure: str = "sims_per_s"
+                 ) -> float | None:
+    """The median over repeats of each prediction's error against the run measured right after the traced run
+    it was calibrated on. sims/s is a rate of this machine, whose speed drifts by 20-40% within minutes: a pair
+    shares its minute, while the median of the predictions against the median of the runs mixes minutes (on
+    one afternoon the traced and untraced medians of a configuration differed by up to 20% either way, and the
+    error with them). The per-simulation figures do not depend on the machine's speed and stay medians."""
+    errs = [e for p, m in zip(preds, runs) if (e := rel_error(p.get(figure), m.get(figure))) is not None]
+    return statistics.median(errs) if errs else None
 
 
 def _loadavg() -> tuple[float, ...]:

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from experiments.validate import (FIGURES, GOAL, Case, ValidateConfig, _spread, cases, format_table, rel_error, row,
-                                  worst)
+from experiments.validate import (FIGURES, GOAL, Case, ValidateConfig, _spread, cases, format_table, paired_error,
+                                  rel_error, row, worst)
 from model.errors import ConfigError
 
 
@@ -40,6 +40,17 @@ def test_row_compares_only_the_figures_asked_for():
     r["sims_per_s_spread"] = 0.1
     assert "within the spread" not in format_table([r, seq])
     assert _spread([1000.0]) is None
+
+
+def test_paired_error_judges_each_prediction_against_the_run_of_its_minute():
+    # the machine ran at 1000, then 700, then 1300 sims/s; each calibration saw its minute's speed, +5%
+    runs = [{"sims_per_s": 1000.0}, {"sims_per_s": 700.0}, {"sims_per_s": 1300.0}]
+    preds = [{"sims_per_s": 1050.0}, {"sims_per_s": 735.0}, {"sims_per_s": 1365.0}]
+    assert paired_error(preds, runs) == pytest.approx(0.05)
+    # the medians of two such series from different minutes disagree by the drift, not by the model
+    assert rel_error(1365.0, 1000.0) == pytest.approx(0.365)
+    assert paired_error(preds, [{"sims_per_s": 0.0}] * 3) == math.inf  # nothing measured: not "right"
+    assert paired_error([{}], [{"sims_per_s": 1.0}]) is None
 
 
 def test_cases_quick_is_a_subset_and_full_covers_the_issue():
@@ -85,6 +96,8 @@ def test_quick_validation_runs_engine_and_simulator(run_cli, tmp_path):
         assert ts[f"{f}_measured"] > 0 and ts[f"{f}_predicted"] > 0 and ts[f"{f}_error"] is not None
     assert ts["sims_per_s_traced"] > 0 and ts["trace_cost"] is not None  # the calibration run, reported
     assert 0 < ts["record_factor"] < 3  # its recorded windows' speed against its unrecorded ones
+    # one repeat: the pair's error is the medians' error
+    assert ts["sims_per_s_error"] == pytest.approx(ts["sims_per_s_error_of_medians"])
     # the message figures follow from the roles, which both runtimes share: they must agree closely
     # even on a loaded machine (sims/s and busy depend on the machine's load; see experiments/SIMULATOR.md)
     for f in ("messages_per_sim", "bytes_per_sim", "hops_per_sim"):
