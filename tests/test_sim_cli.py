@@ -113,6 +113,11 @@ def test_calibrate_from_a_trace(run_cli, tmp_path):
     w = p.workloads["treesplit"]
     assert w.remote_steps.mean == pytest.approx(2 / 3, rel=0.3)  # 1/3 of simulations hop once, M = 2
     assert "expand cost from oculus" in p.source
+    assert p.node.tree_share == 0.0  # oculus's
+    r = run_cli("calibrate", str(tr), "-o", str(out), "--no-pingpong", "--tree-share", "1.5", timeout=120)
+    assert r.returncode == 2 and "--tree-share 1.5: expected a fraction" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("calibrate", str(tr), "-o", str(out), "--no-pingpong", "--tree-share", "0.05", timeout=120)
+    assert r.returncode == 0 and load_profile(out).node.tree_share == 0.05
     # the calibrated profile drives a simulation
     r = run_cli("simulate", "--profile", str(out), "--nodes", "2", "--seconds", "0.005", "--fidelity",
                 "statistical", "--json", timeout=120)

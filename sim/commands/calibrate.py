@@ -16,6 +16,10 @@ def register(sub) -> None:
     p.add_argument("--base", default="oculus", help="profile that fills what the trace lacks (default oculus)")
     p.add_argument("--no-pingpong", action="store_true", help="skip the MPI sweep; keep the base's network")
     p.add_argument("--pingpong-seconds", type=float, default=4.0, help="time budget of the sweep (default 4)")
+    p.add_argument("--tree-share", type=float, default=None, metavar="F",
+                   help="what one more worker on a rank's tree costs a simulation, as a fraction (node.tree_share; "
+                        "default: the base's). `treesplit validate` measures it on this machine; the costs of a "
+                        "trace with several workers per rank are divided by 1 + F * (workers - 1)")
     p.set_defaults(func=main)
 
 
@@ -32,11 +36,13 @@ def main(args) -> int:
     if out.suffix != ".toml":
         raise UserError(f"-o {out}: expected a .toml file name")
     base = load_profile(args.base)
+    if args.tree_share is not None and not 0 <= args.tree_share <= 1:
+        raise UserError(f"--tree-share {args.tree_share}: expected a fraction from 0 to 1")
     pp = None
     if not args.no_pingpong:
         print(f"running MPI ping-pong ({args.pingpong_seconds:.0f} s) ...", file=sys.stderr, flush=True)
         pp = run_pingpong(args.pingpong_seconds)
-    prof = calibrate(args.trace, base, name=args.name or out.stem, pingpong=pp)
+    prof = calibrate(args.trace, base, name=args.name or out.stem, pingpong=pp, tree_share=args.tree_share)
     out.parent.mkdir(parents=True, exist_ok=True)
     prof.save(out)
     print(f"wrote {out}")
