@@ -39,7 +39,7 @@ class Config:
     ranks: list = field(default_factory=lambda: [1, 2])   # search ranks per point (doubling)
     seconds: float = 0.3             # per move, both sides
     gnugo_games: int = 8             # per rank count (0: skip)
-    selfplay_games: int = 12         # per rank count after the first, against the first (0: skip)
+    selfplay_games: int = 20         # per rank count after the first, against the first (0: skip)
     opponent: str = "gnugo --mode gtp --level 10 --chinese-rules"
     algo: str = "treesplit"
     threads: int = 1                 # worker threads per rank
@@ -118,6 +118,12 @@ def run(cfg: Config, out: Path):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return outcome(cfg, kept(out, {"games": pd.DataFrame(rows)}))
+
+
+def _drawn(r) -> str:
+    """', 1 drawn' for a result row with draws (a draw scores half a win), else ''."""
+    n = int(getattr(r, "draws", 0) or 0)
+    return f", {n} drawn" if n else ""
 
 
 def _fmt(x, side: float = 1.0) -> str:
@@ -214,7 +220,7 @@ def _agreement(cfg: Config, g: pd.DataFrame, s: pd.DataFrame) -> tuple[str, dict
         thesis = d * THESIS_ELO_PER_DOUBLING
         inside = lo <= thesis <= hi
         parts.append(
-            f"In self-play {int(top.ranks)} ranks score {int(top.wins)}/{int(top.games)} against {base} "
+            f"In self-play {int(top.ranks)} ranks win {int(top.wins)} of {int(top.games)}{_drawn(top)} against {base} "
             f"({_fmt(top.elo, top.win_rate - 0.5)} Elo, 95% [{_fmt(top.elo_low, -1)}, {_fmt(top.elo_high)}] over "
             f"{d:g} doubling(s)); the "
             f"thesis's average of {THESIS_ELO_PER_DOUBLING:.0f} Elo per doubling ({thesis:.0f}) is "
@@ -224,7 +230,8 @@ def _agreement(cfg: Config, g: pd.DataFrame, s: pd.DataFrame) -> tuple[str, dict
         summary["selfplay_elo_top"] = None if top.elo is None or not math.isfinite(float(top.elo)) else round(float(top.elo))
     if len(g):
         parts.append("Against " + cfg.opponent.split()[0] + ": " + ", ".join(
-            f"{int(r.ranks)} rank(s) {int(r.wins)}/{int(r.games)} ({r.win_rate:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}])"
+            f"{int(r.ranks)} rank(s) win {int(r.wins)} of {int(r.games)}{_drawn(r)} (score {r.win_rate:.2f} "
+            f"[{r.ci_low:.2f}, {r.ci_high:.2f}])"
             for r in g.itertuples()) + ".")
         summary["vs_gnugo"] = {str(int(r.ranks)): [int(r.wins), int(r.games)] for r in g.itertuples()}
     probe = t_probe(g, s)
@@ -234,8 +241,8 @@ def _agreement(cfg: Config, g: pd.DataFrame, s: pd.DataFrame) -> tuple[str, dict
                                                                                for k, v in probe.items()) + ".")
         ks = sorted(probe, key=int)
         if len(ks) >= 2 and probe[ks[-1]] < probe[ks[0]]:
-            parts.append(f"So here {ks[-1]} ranks search less per move than {ks[0]} (their messages and start-up per "
-                         "move cost more than the second core gives on this loaded machine): the thesis's gain needs "
+            parts.append(f"So here {ks[-1]} ranks search less per move than {ks[0]} (the messages of their simulations "
+                         "cost more than the second core gives on this 2-core machine): the thesis's gain needs "
                          "more simulations per move from more ranks, which this machine cannot show.")
     parts.append(f"Our real ranks reach {max(cfg.ranks)} (one worker thread each) against the thesis's 64(+16) "
                  "compute nodes of 16 cores, and our engine's simulation rate grows far less than the ranks "
