@@ -359,8 +359,13 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
                 meas = measure_shared(case, cfg.run_seconds)
                 figs = ("sims_per_s",)
                 pred = predict(case, prof, meas["seconds"], 0, {}, seed=0)
+                # the model's own speed-up over its sequential search, before the kernel calibration (which is a
+                # run of its own for each case, in its own minute)
+                speedup = pred["sims_per_s"] / modelled_seq[case.board]
                 pred["sims_per_s"] *= calibrated / modelled_seq[case.board]
             r = row(case, meas, pred, figs)
+            if not case.mpi:
+                r["speedup_predicted"] = speedup
             if paired is not None:
                 r["sims_per_s_error_of_medians"] = r["sims_per_s_error"]
                 r["sims_per_s_error"] = paired

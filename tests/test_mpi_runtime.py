@@ -44,8 +44,11 @@ def _no_leftovers():
 
 def _start(cfg: Path, tmp_path: Path) -> subprocess.Popen:
     env = dict(os.environ, TMPDIR=str(tmp_path))  # the launcher's files (and so its ranks' command lines)
+    # SIGINT at its default: a shell starts a background job with SIGINT ignored, and Python then installs no
+    # KeyboardInterrupt handler, so tests run from such a job (`bash .ci/run &`) could not interrupt the launcher
     p = subprocess.Popen([sys.executable, "-m", "engine.mpi", str(cfg)], cwd=ROOT, env=env, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     _STARTED.append(p)
     return p
 

@@ -96,6 +96,8 @@ def test_quick_validation_runs_engine_and_simulator(run_cli, tmp_path):
         assert ts[f"{f}_measured"] > 0 and ts[f"{f}_predicted"] > 0 and ts[f"{f}_error"] is not None
     assert ts["sims_per_s_traced"] > 0 and ts["trace_cost"] is not None  # the calibration run, reported
     assert 0 < ts["record_factor"] < 3  # its recorded windows' speed against its unrecorded ones
+    # the model's own speed-up of the sequential search over itself, before the kernel calibration
+    assert 0.8 < rows["sequential 9x9"]["speedup_predicted"] < 1.25
     # one repeat: the pair's error is the medians' error
     assert ts["sims_per_s_error"] == pytest.approx(ts["sims_per_s_error_of_medians"])
     # the message figures follow from the roles, which both runtimes share: they must agree closely
