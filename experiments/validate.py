@@ -34,6 +34,7 @@ or sequential/tree's message figures).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import shutil
 import statistics
@@ -548,12 +549,10 @@ def validate_traces(cfg: TraceValidateConfig,
 
     cfg.validate()
     runs = find_trace_runs(list(cfg.traces))
-    read: dict[str, Any] = {}  # each trace is read once, for `fused` and for calibration
+    read_once = functools.cache(read_trace)  # each trace is read once, for `fused` and for calibration
 
-    def trace_of(path: Path) -> Any:
-        if str(path) not in read:
-            read[str(path)] = read_trace(path)
-        return read[str(path)]
+    def trace_of(path: str | Path) -> Any:
+        return read_once(str(path))
 
     # the engine fused a simulation's steps on a rank into one package only from a later version on; a
     # trace made before runs the roles unfused (its bookkeeping is per step)

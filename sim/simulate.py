@@ -178,19 +178,20 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
                        "profile": prof.to_toml(), "game_spec": dataclasses.asdict(spec),
                        "workload": workload.to_toml() if workload else None})
     writer = TraceWriter(cfg.trace, meta) if cfg.trace else None
+    # the worlds charge what the workers pay (sharing a tree); the trace's meta keeps the profile as given
+    charged = prof.contended()
     if cfg.fidelity == "statistical":
         from sim.statistical import StatWorld
 
-        # the worlds charge what the workers pay (sharing a tree); the trace's meta keeps the profile as given
-        world = StatWorld(cfg.algo, prof.contended(), cluster, layout, workload, own, seed=cfg.seed,
-                          trace_writer=writer, sample_rate=cfg.sample_rate, sample_interval=cfg.sample_interval, bundle=cfg.bundle)
+        world = StatWorld(cfg.algo, charged, cluster, layout, workload, own, seed=cfg.seed, trace_writer=writer,
+                          sample_rate=cfg.sample_rate, sample_interval=cfg.sample_interval, bundle=cfg.bundle)
     else:
         topo = None
         if B:
             from model.topology import Topology
 
             topo = Topology(B, layout.peers)
-        world = World(prof.contended(), cluster, lambda r: roles[r], seed=cfg.seed, trace_writer=writer,
+        world = World(charged, cluster, lambda r: roles[r], seed=cfg.seed, trace_writer=writer,
                       sample_rate=cfg.sample_rate, sample_interval=cfg.sample_interval,
                       bcast_peers=(lambda b: len(topo.in_peers(b))) if topo else None)
     return Prepared(cfg, prof, world, layout, roles, meta, writer, workload)
