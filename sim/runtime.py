@@ -47,9 +47,9 @@ _GOLDEN = 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1
 
 
-def run_parts(pkg, execute, samplers) -> tuple[list[tuple[str, float]], object]:
-    """Run a package and every further part it asks for (model.roles.CONTINUE): ([(kind, cost)], result).
-    Each part is charged as a package of its kind (the package's own cost if it has one)."""
+def run_parts(pkg, execute, samplers) -> tuple[list[tuple[str, float, int]], object]:
+    """Run a package and every further part it asks for (model.roles.CONTINUE): ([(kind, cost, sim_id)],
+    result). Each part is charged as a package of its kind (the package's own cost if it has one)."""
     parts = []
     while True:
         k = pkg.kind
@@ -59,15 +59,26 @@ def run_parts(pkg, execute, samplers) -> tuple[list[tuple[str, float]], object]:
             return parts, result
 
 
-def charge(pkg, kind: str, samplers) -> list[tuple[str, float]]:
-    """[(kind, cost)] of the execute() call that just ran `pkg` (started as `kind`): one part, or each of
-    the parts it ran in one call (Package.parts), each charged as a package of its kind."""
+def charge(pkg, kind: str, samplers) -> list[tuple[str, float, int]]:
+    """[(kind, cost, sim_id)] of the execute() call that just ran `pkg` (started as `kind`): one part, or each
+    of the parts it ran in one call (Package.parts; in the order they ran and under their own simulations
+    where the role logged them, Package.log), each charged as a package of its kind."""
     ran = pkg.parts
     if ran is None:
         c = pkg.cost
-        return [(kind, samplers[kind].next() if c is None else c)]
+        return [(kind, samplers[kind].next() if c is None else c, pkg.sim_id)]
     pkg.parts = None
-    return [(k, samplers[k].next()) for k, count in zip(PART_KINDS, ran.tolist()) for _ in range(count)]
+    log = pkg.log
+    if log is not None:
+        pkg.log = None
+        kinds, sims, _, labels = log
+        out = []
+        for k, i in zip(kinds.tolist(), sims.tolist()):
+            name = PART_KINDS[k]
+            out.append((name, samplers[name].next(), labels[i]))
+        return out
+    sim = pkg.sim_id
+    return [(k, samplers[k].next(), sim) for k, count in zip(PART_KINDS, ran.tolist()) for _ in range(count)]
 
 
 @dataclass
@@ -238,13 +249,13 @@ class Rank:
             cost = pkg.cost
             if cost is None:
                 cost = self.samplers[k].next()
-            parts = ((k, cost),)
+            parts = ((k, cost, pkg.sim_id),)
         else:
             parts = charge(pkg, k, self.samplers)
             if result is CONTINUE:
                 more, result = run_parts(pkg, self.execute, self.samplers)
                 parts += more
-            cost = sum(c for _, c in parts)
+            cost = sum(p[1] for p in parts)
         t0 = self.env._now
         self.running[w] = t0
         self.current[w] = (pkg, parts, result, cost, t0)
@@ -259,10 +270,10 @@ class Rank:
         stats.busy += cost
         counts = stats.pkgs
         trace = self.trace
-        for k, c in parts:
+        for k, c, sim in parts:
             counts[k] = counts.get(k, 0) + 1
-            if trace is not None and trace.keep(pkg.sim_id):
-                trace.w.package(t, t + c, self.rid, w, k, pkg.sim_id)
+            if trace is not None and trace.keep(sim):
+                trace.w.package(t, t + c, self.rid, w, k, sim)
             t += c
         if self.via_io:
             self.done.append((pkg, result))
@@ -368,10 +379,10 @@ class Rank:
                 n_left -= 1
                 pkg = q.popleft()
                 parts, result = run_parts(pkg, execute, samplers)
-                for k, c in parts:
+                for k, c, sim in parts:
                     stats.pkgs[k] = stats.pkgs.get(k, 0) + 1
-                    if trace is not None and trace.keep(pkg.sim_id):
-                        trace.w.package(t_pkg, t_pkg + c, rid, -1, k, pkg.sim_id)
+                    if trace is not None and trace.keep(sim):
+                        trace.w.package(t_pkg, t_pkg + c, rid, -1, k, sim)
                     t_pkg += c
                     cost += c
                     if search_inline:

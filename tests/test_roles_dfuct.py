@@ -179,7 +179,7 @@ def test_job_and_report_messages_round_trip_with_exact_size():
         m = Message(kind, 0, 1, payload, sim_id=9)
         data = m.encode()
         plain = Steps(steps) if kind == MOVE else Result(0.0, steps)  # what other algorithms send
-        assert len(data) == m.nbytes == plain.nbytes + 8 + frames.nbytes
+        assert len(data) == m.nbytes == Message(kind, 0, 1, plain, sim_id=9).nbytes + frames.nbytes
         back = decode(kind, 0, 1, 9, data).payload
         assert np.array_equal(back.frames, frames) and np.array_equal(back.steps, steps)
         if kind == MOVE:

@@ -14,6 +14,7 @@ from model.roles.loopback import Loopback
 from model.roles.messages import DUP, MOVE, PLAYOUT_FWD, STEP, Message, Result, Steps
 from model.roles.messages import UPDATE as UPDATE_MSG
 from model.roles.params import TreesplitParams
+from model.roles.core import F_SELECT
 from model.roles.steps import ST_MOVE, ST_PLAYOUT
 from model.roles.treesplit import TreesplitSearch
 from model.tt import new_table
@@ -157,6 +158,12 @@ def test_start_keeps_overload_times_workers_in_flight():
     assert role.started == 4 and role.in_flight == 4 and not acts.msgs
 
 
+def _ran(role, pkg, stop, st=0, arg=0, result=0.0):
+    """Mark a package's slot as execute() leaves it when the kernel stopped so (a transition, without the tree)."""
+    sim = role.a.sims[pkg.payload]
+    sim["stop"], sim["st"], sim["arg"], sim["result"] = stop, st, arg, result
+
+
 def test_move_message_becomes_a_select_and_may_leave_as_a_move():
     role, g, s = _role()
     role.start()
@@ -166,9 +173,11 @@ def test_move_message_becomes_a_select_and_may_leave_as_a_move():
     acts = role.on_message(Message(MOVE, 0, 1, Steps(steps), sim_id=3))
     assert [p.kind for p in acts.pkgs] == [SELECT] and role.moves_held == 1
     pkg = acts.pkgs[0]
-    out = role.on_work_done(pkg, (ST_MOVE, 2))
+    _ran(role, pkg, F_SELECT, ST_MOVE, 2)
+    out = role.on_work_done(pkg, None)
     assert role.moves_held == 0
     assert [(m.kind, m.dst, m.sim_id) for m in out.msgs] == [(MOVE, 2, 3)] and not out.pkgs
+    assert out.msgs[0].payload.steps.tolist() == steps.tolist()  # the path it came with, on to its next rank
 
 
 def test_a_walk_back_to_a_node_of_its_path_ends_there():
@@ -224,9 +233,11 @@ def test_playouts_are_forwarded_only_when_moves_pile_up():
     steps[0]["hash"] = game.hash(g, s)
     sel = [role.on_message(Message(MOVE, 0, 1, Steps(steps), sim_id=3 * k)).pkgs[0] for k in range(3)]
     assert role.moves_held == 3 > role.balance_limit
-    out = role.on_work_done(sel[0], (ST_PLAYOUT, 0))
+    _ran(role, sel[0], F_SELECT, ST_PLAYOUT)
+    out = role.on_work_done(sel[0], None)
     assert [m.kind for m in out.msgs] == [PLAYOUT_FWD] and out.msgs[0].dst in (0, 2)
-    out = role.on_work_done(sel[1], (ST_PLAYOUT, 0))  # 1 MOVE left: under the limit, playout here
+    _ran(role, sel[1], F_SELECT, ST_PLAYOUT)
+    out = role.on_work_done(sel[1], None)  # 1 MOVE left: under the limit, playout here
     assert [p.kind for p in out.pkgs] == [PLAYOUT] and not out.msgs
 
 
@@ -237,9 +248,9 @@ def test_updates_wait_while_a_node_is_being_duplicated():
     steps[0]["hash"], steps[0]["rank"], steps[0]["idx"] = game.hash(g, s), 1, 0
     first = role.on_message(Message(UPDATE_MSG, 0, 1, Result(1.0, steps), sim_id=3)).pkgs[0]
     assert first.kind == UPDATE and role.updates_running == 1
-    role.to_dup.add(role.root_slot)  # the update found a node to duplicate
+    role.sync_pending(role.root_slot)  # the update found a node to duplicate
     held = role.on_message(Message(UPDATE_MSG, 2, 1, Result(1.0, steps), sim_id=5))
-    assert not held.pkgs and len(role.held_updates) == 1
+    assert not held.pkgs and role.held_updates == 1
     out = role.on_work_done(first, role.execute(first))  # last running update done -> the DUP snapshot runs
     assert [p.kind for p in out.pkgs] == [SYNC] and role.dup_running
     sync = out.pkgs[0]
@@ -260,32 +271,25 @@ def test_expand_then_select_again():
 
 
 def _run_parts(role, pkg):
-    """Run a package as a runtime does: every part (CONTINUE, or several in one call: Package.parts),
-    returning the parts' kinds (those of one call in PART_KINDS order) and the result."""
-    kinds = []
-    while True:
-        kind = pkg.kind
-        res = role.execute(pkg)
-        if pkg.parts is None:
-            kinds.append(kind)
-        else:
-            kinds += [k for k, n in zip(PART_KINDS, pkg.parts.tolist()) for _ in range(n)]
-            pkg.parts = None
-        if res is not CONTINUE:
-            return kinds, res
+    """Run a package as a runtime does, returning the kinds of the parts it ran (in order, from its log when
+    the role logs; else in PART_KINDS order from its counts) and the result."""
+    kind = pkg.kind
+    res = role.execute(pkg)
+    if pkg.log is not None:
+        return [PART_KINDS[k] for k in pkg.log[0]], res
+    if pkg.parts is None:
+        return [kind], res
+    return [k for k, n in zip(PART_KINDS, pkg.parts.tolist()) for _ in range(n)], res
 
 
-@pytest.mark.parametrize("split", [True, False])
-def test_fused_package_runs_a_local_simulation_to_its_update(split):
+def test_fused_package_runs_a_local_simulation_to_its_update():
     role, g, s = _role(rank=0, M=1, overload=1, chain=1)
-    role.record_parts(split)  # True: each part its own execute() call (a runtime that records them)
+    role.record_parts(True)  # a log of the parts, in the order they ran
     pkg = role.start().pkgs[0]
     assert role.updates_running == 1  # a fused package that may update counts as a running update
     kinds, res = _run_parts(role, pkg)
-    if split:
-        assert kinds == [SELECT, EXPAND, SELECT, PLAYOUT, UPDATE]
-    else:
-        assert sorted(kinds) == sorted([SELECT, EXPAND, SELECT, PLAYOUT, UPDATE])
+    assert kinds == [SELECT, EXPAND, SELECT, PLAYOUT, UPDATE]
+    assert [PART_KINDS[k] for k in pkg.log[0]] == kinds
     out = role.on_work_done(pkg, res)
     assert role.done == 1 and role.updates_running == 1 and role.counts["playouts"] == 1
     assert role.counts["expands"] == 1 and role.t.visits[role.root_slot] == 1
@@ -294,16 +298,16 @@ def test_fused_package_runs_a_local_simulation_to_its_update(split):
     assert kinds[-1] == UPDATE and role.t.visits[role.root_slot] == 2  # the root is no longer expanded
 
 
-@pytest.mark.parametrize("split", [True, False])
-def test_chaining_package_finishes_local_simulations_and_starts_the_next(split):
+def test_chaining_package_finishes_local_simulations_and_starts_the_next():
     role, g, s = _role(rank=0, M=1, overload=1, chain=4)  # quota 10, one in flight: 3 more may chain
-    role.record_parts(split)
+    role.record_parts(True)
     pkg = role.start().pkgs[0]
     first = pkg.sim_id
     assert role.reserved == 3 and role.started == 1
     kinds, res = _run_parts(role, pkg)
     assert kinds.count(UPDATE) == 4 and kinds.count(PLAYOUT) == 4 and kinds[-1] == UPDATE
-    assert pkg.sim_id != first  # the trace sees the package's parts under each simulation's own id
+    assert pkg.sim_id != first and pkg.log[3][0] == first  # the trace sees each part under its simulation's id
+    assert len(set(pkg.log[3])) == 4
     assert role.done == 0  # nothing counted before on_work_done takes the package back
     out = role.on_work_done(pkg, res)
     assert role.done == 4 and role.started == 5 and role.in_flight == 1 and role.reserved == 3
@@ -321,7 +325,6 @@ def test_stamped_log_lists_every_part_of_a_chaining_package():
 
     role, g, s = _role(rank=0, M=1, overload=1, chain=4)
     role.record_parts(True, stamps=True)
-    assert role.part_log and not role.split_parts
     pkg = role.start().pkgs[0]
     first = pkg.sim_id
     ticks = iter(range(100))
@@ -351,17 +354,16 @@ def test_chain_leaves_room_for_s_par_in_flight():
     assert len(acts.pkgs) == 6 and role.reserved <= 10 - 6
 
 
-@pytest.mark.parametrize("split", [True, False])
-def test_fused_update_waits_for_a_dup(split):
+def test_fused_update_waits_for_a_dup():
     role, g, s = _role(rank=0, M=1, overload=1)
-    role.record_parts(split)
-    role.to_dup.add(1)  # a node waits to be duplicated: a package handed out now stops before updating
+    role.record_parts(True)
+    role.sync_pending(1)  # a node waits to be duplicated: a package handed out now stops before updating
     pkg = role.start().pkgs[0]
     assert role.updates_running == 0
     kinds, res = _run_parts(role, pkg)
-    assert sorted(kinds) == sorted([SELECT, EXPAND, SELECT, PLAYOUT]) and (kinds[-1] == PLAYOUT or not split)
+    assert kinds == [SELECT, EXPAND, SELECT, PLAYOUT]
     role.on_work_done(pkg, res)
-    assert len(role.held_updates) == 1 and role.done == 0  # its update is held back like any other
+    assert role.held_updates == 1 and role.done == 0  # its update is held back like any other
 
 
 def test_tree_snapshot_rows_hang_together():

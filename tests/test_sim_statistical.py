@@ -143,4 +143,4 @@ def test_idle_nap_slows_the_statistical_fidelity_like_the_functional():
     assert stat1["busy_frac"] < stat0["busy_frac"] - 0.02
     assert stat1["sims_per_s"] < stat0["sims_per_s"]
     fun1 = run("functional", "1e-3")
-    assert stat1["busy_frac"] == pytest.approx(fun1["busy_frac"], rel=0.15)
+    assert stat1["busy_frac"] == pytest.approx(fun1["busy_frac"], rel=0.2)

@@ -81,3 +81,22 @@ def _measure(comm, rank: int, size: int, rounds: int) -> Clock:
     res = np.zeros(3, dtype=np.float64)
     comm.Recv([res, MPI.DOUBLE], source=0, tag=TAG_RESULT)
     return Clock(float(res[0]), float(res[1]), float(res[2]))
+
+
+_TICKS: list[float] = []
+
+
+def ticks_per_second() -> float:
+    """Cycle-counter ticks (model/cycles.py) per second of this clock, measured once per process over 20 ms
+    (a rank's run slices are given in ticks: the kernel reads the counter, not this clock)."""
+    if not _TICKS:
+        from model.cycles import counting, cycles
+
+        if not counting():
+            _TICKS.append(0.0)
+        else:
+            t0, c0 = time.perf_counter(), cycles()
+            while time.perf_counter() - t0 < 0.02:
+                pass
+            _TICKS.append((cycles() - c0) / (time.perf_counter() - t0))
+    return _TICKS[0]

@@ -33,15 +33,20 @@ import traceback
 from collections import deque
 from typing import Any
 
+import numpy as np
+
 from engine.mpi import control as ctl
-from engine.mpi.clock import synchronise
+from engine.mpi import wire
+from engine.mpi.clock import synchronise, ticks_per_second
 from engine.mpi.comm import CONTROL, Endpoint
 from engine.mpi.config import DistributedConfig
 from engine.mpi.host import Host, make_host
 from engine.mpi.recorder import SAMPLE_EVERY, TELEMETRY_EVERY, Recorder, run_recorded
 from engine.mpi.workers import WorkerPool
+from model.cycles import cycles
 from model.errors import ConfigError, UserError
 from model.roles.base import CONTINUE
+from model.roles.fastcall import Bound
 
 IDLE_WAIT = 0.0001  # longest nap of an idle IO thread: a message waits about half of it (0.5 ms: 2.5x fewer sims/s)
 # A nap costs far more than IDLE_WAIT: ~185 us on the 2-core VM when idle, and on a loaded machine the woken
@@ -51,6 +56,13 @@ IDLE_WAIT = 0.0001  # longest nap of an idle IO thread: a message waits about ha
 SPIN_FOR = 0.002
 TICK_EVERY = 0.001
 INLINE_SLICE = 0.0002  # without workers: run packages this long between two polls
+# A role that runs its own packages in batches: this long between two polls. A turn costs a few microseconds
+# of Python and MPI calls; the slice must be long enough to pay for them and short enough that a simulation
+# sent here does not wait long for this rank to look.
+BATCH_SLICE = float(os.environ.get("TS_SLICE", "0.0002"))
+# A compiled turn (engine/mpi/native.py) goes on receiving, running and sending this long before Python looks
+# at the time (ticks every TICK_EVERY) and the CONTROL protocol
+TURN_BUDGET = 0.0005
 # An idle rank moves its records into the trace once this many wait: a collection costs ~15 us before its
 # first record, and a rank that is idle between every two packages (leaf's playout ranks) would otherwise
 # pay that for each one, as late answers to the next request (traced runs were ~30% slower at 9x9)
@@ -159,9 +171,9 @@ class RankRuntime:
             if profile:
                 import cProfile
 
-                cProfile.runctx("self._loop()", globals(), {"self": self}, f"{profile}/rank{self.rank}.prof")
+                cProfile.runctx("self._main_loop()", globals(), {"self": self}, f"{profile}/rank{self.rank}.prof")
             else:
-                self._loop()
+                self._main_loop()
         finally:
             if self.pool is not None:
                 self.pool.stop()
@@ -186,6 +198,170 @@ class RankRuntime:
         return result
 
     # --- the IO loop ------------------------------------------------------------------------------------------
+    def _main_loop(self) -> None:
+        if not getattr(self.host, "batch", False):
+            self._loop()
+            return
+        from engine.mpi import native
+
+        if native.available():
+            self._loop_native(native)
+        else:
+            self._loop_batch()
+
+    def _loop_native(self, native) -> None:
+        """The IO loop of a batch rank (see _loop_batch) with each turn one compiled call, MPI included
+        (engine/mpi/native.py); Python keeps time, speaks CONTROL and grows buffers."""
+        from mpi4py import MPI
+
+        host, control, rec, ep = self.host, self.control, self.rec, self.ep
+        role = host.role
+        now = self.now
+        self.cpu0 = time.process_time()
+        with self.lock:
+            self._apply(host.start())
+        tps = ticks_per_second()
+        slice_ticks = int(BATCH_SLICE * tps)
+        budget_ticks = int(TURN_BUDGET * tps)
+        net = native.new_net(self.comm.handle, MPI.BYTE.handle, self.size)
+        self.native_net = net
+        turn = Bound(native.turn)
+        next_tick = 0.0
+        last_work = now()
+        busy_cycles = 0
+        _st = dict(turns=0, idle=0, worked=0, turn_t=0.0, py_t=0.0, ctl=0)
+        _tp = now()
+        while not control.done:
+            logging = rec.active
+            sc = role.batch_scratch(logging)
+            t0 = now()
+            _st["py_t"] += t0 - _tp
+            r = turn(role.core, sc, net, slice_ticks, budget_ticks, logging, t0, tps)
+            t = now()
+            _tp = t
+            _st["turns"] += 1; _st["turn_t"] += t - t0
+            _st["idle" if r == native.T_IDLE else ("worked" if r == native.T_WORKED else "ctl")] += 1
+            if logging:
+                c0, c1 = int(net.net[native.N_RUN_C0]), int(net.net[native.N_RUN_C1])
+                host.record_turn(rec, t0, t, c0, c1)
+            run_cycles = int(net.net[native.N_RUN_CYCLES])
+            if run_cycles != busy_cycles:
+                self.io_busy += (run_cycles - busy_cycles) / tps if tps else t - t0
+                busy_cycles = run_cycles
+            if r == native.T_WORKED:
+                last_work = t
+            elif r == native.T_CONTROL:
+                last_work = t
+                for src, tag, buf in ep.poll(limit=1):
+                    if tag == wire.TAG_CONTROL:
+                        control.on_message(src, buf.tobytes(), t)
+                    else:  # a batch came in after the CONTROL message was seen: the next turn takes it
+                        raise RuntimeError(f"rank {self.rank}: a batch where a CONTROL message was probed")
+            elif r == native.T_GROW_CORE:
+                role.grow()
+            elif r == native.T_GROW_RECV:
+                net = self.native_net = net._replace(rbuf=np.zeros(2 * int(net.net[native.N_NEED]), np.uint8))
+            elif r == native.T_CORRUPT:
+                role.refuse(int(net.net[native.N_BAD]), int(net.net[native.N_PEND_N]))
+            if t >= next_tick or (control.phase != ctl.RUN and control.coordinator):  # end of search: no tick lag
+                next_tick = t + TICK_EVERY
+                self.heartbeat = time.monotonic()
+                with self.lock:
+                    self._apply(host.tick(t))
+                    control.tick(t)
+                if t >= rec.next_sample:
+                    self._sample(t)
+            while self.outbox:
+                ep.post(*self.outbox.popleft())
+            ep.flush()
+            ep.reap()
+            if r == native.T_IDLE and t - last_work >= SPIN_FOR:
+                self.wake.wait(IDLE_WAIT)
+                self.wake.clear()
+        if os.environ.get("TREESPLIT_LOOPSTATS"):
+            print(f"rank {self.rank}: {_st} busy {self.io_busy:.3f} rx {net.net[native.N_RX_BATCHES]} tx {net.net[native.N_TX_BATCHES]} spins {net.net[native.N_SPINS]} rx_s {net.net[native.N_RX_CYCLES]/tps:.3f} tx_s {net.net[native.N_TX_CYCLES]/tps:.3f} spin_s {net.net[native.N_SPIN_CYCLES]/tps:.3f}", file=sys.stderr, flush=True)
+
+    def _loop_batch(self) -> None:
+        """The IO loop of a search rank whose role takes its input in batches and runs its own packages
+        (engine.mpi.roles_host.RolesHost.batch, --threads 1): per turn, every arrived batch of records goes to
+        the role in one call, the role runs its queued packages for one slice in another, and what it wrote
+        for each rank leaves in one MPI message. No Python object per logical message or package."""
+        host, ep, control, rec = self.host, self.ep, self.control, self.rec
+        now, rank = self.now, self.rank
+        self.cpu0 = time.process_time()
+        with self.lock:
+            self._apply(host.start())
+        slice_ticks = int(BATCH_SLICE * ticks_per_second())  # 0 (no counter): the queue empties each turn
+        next_tick = 0.0
+        last_work = now()
+        sched_yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
+        _st = dict(turns=0, idle=0, arrived=0, runs=0, run_t=0.0, rx_t=0.0, q0=0, out=0)
+        while not control.done:
+            worked = False
+            _st["turns"] += 1
+            _ta = now()
+            arrived = ep.poll()
+            logging = rec.active
+            if arrived:
+                worked = True
+                t_recv = now()
+                with self.lock:
+                    for src, tag, buf in arrived:
+                        if tag == wire.TAG_CONTROL:
+                            control.on_message(src, buf.tobytes(), t_recv)
+                            continue
+                        t_send = wire.header(buf)[1]
+                        _st["lat"] = _st.get("lat", 0.0) + (t_recv - t_send)
+                        body = buf[wire.BATCH.size:]
+                        host.receive_batch(body, len(body), logging)
+                        _st["arrived"] += 1
+                        if logging:
+                            host.record_received(rec, src, t_send, t_recv)
+            _st["rx_t"] += now() - _ta
+            if host.queued():
+                worked = True
+                _st["runs"] += 1
+                _st["q0"] += host.queued()
+                with self.lock:
+                    t0 = now()
+                    c0 = cycles()
+                    host.run_batch(slice_ticks, logging)
+                    c1 = cycles()
+                    t1 = now()
+                self.io_busy += t1 - t0
+                _st["run_t"] += t1 - t0
+                if logging:
+                    host.record_parts_run(rec, t0, t1, c0, c1)
+            for dst, records, count in host.take_outbox():
+                ep.post_records(dst, records, count)
+            t = now()
+            if t >= next_tick or (control.phase != ctl.RUN and control.coordinator):  # end of search: no tick lag
+                next_tick = t + TICK_EVERY
+                self.heartbeat = time.monotonic()
+                with self.lock:
+                    self._apply(host.tick(t))
+                    control.tick(t)
+                if t >= rec.next_sample:
+                    self._sample(t)
+                for dst, records, count in host.take_outbox():
+                    ep.post_records(dst, records, count)
+            while self.outbox:
+                ep.post(*self.outbox.popleft())
+            ep.flush()
+            ep.reap()
+            if worked:
+                _st["active_t"] = _st.get("active_t", 0.0) + now() - _ta
+                last_work = t
+            elif t - last_work < SPIN_FOR:
+                _st["idle"] += 1
+                sched_yield()
+            else:
+                self.wake.wait(IDLE_WAIT)
+                self.wake.clear()
+
+        if os.environ.get("TREESPLIT_LOOPSTATS"):
+            print(f"rank {rank}: {_st} busy {self.io_busy:.3f} t {now():.3f}", file=sys.stderr, flush=True)
+
     def _loop(self) -> None:
         host, ep, pool, control, lock = self.host, self.ep, self.pool, self.control, self.lock
         now, rec, local, inline, outbox = self.now, self.rec, self.local, self.inline, self.outbox
@@ -206,14 +382,15 @@ class RankRuntime:
                 worked = True
                 t_recv = now()
                 with lock:
-                    for src, kind, records in arrived:
-                        for sim_id, t_send, payload in records:
+                    for src, tag, buf in arrived:
+                        if tag == wire.TAG_CONTROL:
+                            control.on_message(src, buf.tobytes(), t_recv)
+                            continue
+                        t_send = wire.header(buf)[1]
+                        for kind, sim_id, payload in wire.split(buf):
                             if writing and rec.active:
                                 messages.append((t_send, t_recv, src, rank, kind, len(payload), sim_id))
-                            if kind == CONTROL:
-                                control.on_message(src, payload, t_recv)
-                            else:
-                                apply(host.on_message(src, kind, sim_id, payload))
+                            apply(host.on_message(src, kind, sim_id, payload))
             if local:
                 worked = True
                 with lock:
@@ -353,14 +530,23 @@ class RankRuntime:
                 meta = {"algo": self.config.algo, "game": self.config.game,
                         "board": trace_board(self.config.game, self.config.board),
                         "ranks": self._ranks(), "threads": self.config.threads, "runtime": "engine"}
-            self.rec.push_telemetry(t, busy, self.queue_len(), counters, self.ep.sent, meta)
+            self.rec.push_telemetry(t, busy, self.queue_len(), counters, self._sent(), meta)
+
+    def _sent(self) -> dict[tuple[int, str], list[int]]:
+        """(dst, kind) -> [messages, bytes] sent: one by one through the endpoint, or by a batch host."""
+        sent = {k: list(v) for k, v in self.ep.sent.items()}
+        for d, k, c, b in getattr(self.host, "sent_counts", lambda: [])():
+            cell = sent.setdefault((d, k), [0, 0])
+            cell[0] += c
+            cell[1] += b
+        return sent
 
     def _report(self) -> dict[str, Any]:
         t = self.now()
         return {
             "rank": self.rank, "t": t, "workers": self.workers, "inline": self.pool is None,
             "busy_time": self.busy_time(), "cpu_time": time.process_time() - self.cpu0, "counters": {k: int(v) for k, v in self.host.counters().items()},
-            "sent": [[d, k, c, b] for (d, k), (c, b) in sorted(self.ep.sent.items())],
+            "sent": [[d, k, c, b] for (d, k), (c, b) in sorted(self._sent().items())],
             "app_sent": self.ep.app_sent, "app_received": self.ep.app_received,
             "mpi_sends": self.ep.mpi_sends, "mpi_receives": self.ep.mpi_receives,
             "clock_offset": self.clock.offset, "clock_rtt": self.clock.rtt,

@@ -58,7 +58,7 @@ def run_recorded(pkg, execute, describe, now, worker: int, records) -> tuple[Any
         t0 = t1
 
 
-_PART_NAMES = np.asarray(PART_KINDS, dtype=object)
+_PART_NAMES = np.asarray(PART_KINDS + ("sync",), dtype=object)  # a logged call's kind codes
 # Up to this many parts a call's records are tuples: a call to the kernel costs ~5 us and an array record
 # ~10 us more to collect, several times a few tuples (2x1 layouts run ~2 parts a call; traced, they lost
 # ~20% of their simulations to the arrays)

@@ -18,6 +18,7 @@ import numpy as np
 
 from engine.mpi.config import DistributedConfig
 from model.errors import ConfigError
+from model.trace import MESSAGE_KINDS
 
 TREE_NODES = 400  # nodes per rank in the final snapshot (the most visited ones)
 PV_NODES = 64  # without a trace the reported nodes only give the result's principal variation: JSON for 400
@@ -112,7 +113,7 @@ def warm_up(config: DistributedConfig, layout, setup, sims_per_rank: int = 16) -
     import dataclasses
 
     from model.roles import Setup, make_roles
-    from model.roles.loopback import Loopback
+    from model.roles.loopback import BatchLoopback, Loopback
     from model.roles.params import ALGO_PARAMS
 
     params = dict(config.params, table_mb=1)
@@ -122,6 +123,17 @@ def warm_up(config: DistributedConfig, layout, setup, sims_per_rank: int = 16) -
     tiny = Setup(g=setup.g, root=setup.root.copy(), history=setup.history,
                  sims=sims_per_rank * layout.search_ranks, seed=setup.seed)
     Loopback(make_roles(config.algo, layout, tiny, params), workers=layout.workers, serialize=True).run()
+    if config.workers == 0:  # the batch kernels of a rank that runs its own packages (RolesHost.batch)
+        roles = make_roles(config.algo, layout, tiny, params)
+        for r in roles:
+            if hasattr(r, "record_parts"):
+                r.record_parts(True, stamps=True)
+        BatchLoopback(roles, seed=setup.seed).run()
+        from engine.mpi import native
+
+        search = [r for r in roles if getattr(r, "batch", False)]
+        if search and native.available():
+            native.compile_turn(search[0])
 
 
 class RolesHost:
@@ -130,7 +142,12 @@ class RolesHost:
 
         self.role, self.config, self.layout, self.setup = role, config, layout, setup
         self.rank = role.rank
-        self.inline = not layout.is_search(self.rank)  # broadcast ranks are single threaded (seed 000 4.2.6)
+        self.inline = not layout.is_search(self.rank)  # broadcast ranks are single threaded (Schaefers 2014, 4.2.6)
+        # A search rank without worker threads whose role runs its own packages: the IO loop hands it whole
+        # batches of records and takes whole outboxes (rank.RankRuntime._loop_batch)
+        self.batch = (not self.inline and config.workers == 0 and hasattr(role, "run_batch")
+                      and role.batchable())
+        role.batch = self.batch if hasattr(role, "batch") else False
         self._decode = decode
         self._timers: list = []  # heap of (due, seq, token)
         self._seq = itertools.count()
@@ -141,15 +158,61 @@ class RolesHost:
             return None
         for delay, token in acts.timers:
             heapq.heappush(self._timers, (self.now + delay, next(self._seq), token))
-        msgs = [(m.dst, m.kind, m.encode(), m.sim_id) for m in acts.msgs]
+        msgs = [(m.dst, m.kind, m.record(), m.sim_id) for m in acts.msgs]
         return acts.pkgs, msgs
 
     # --- the runtime's calls ----------------------------------------------------------------------------------
     def start(self):
         return self._out(self.role.start())
 
-    def on_message(self, src: int, kind: str, sim_id: int, payload: bytes):
+    def on_message(self, src: int, kind: str, sim_id: int, payload):
         return self._out(self.role.on_message(self._decode(kind, src, self.rank, sim_id, payload)))
+
+    # --- batches (self.batch) ---------------------------------------------------------------------------------
+    def receive_batch(self, records, n: int, log: bool) -> None:
+        self.role.receive_batch(records, n, log)
+
+    def run_batch(self, max_ticks: int, log: bool) -> None:
+        self.role.run_batch(max_ticks, log)
+
+    def queued(self) -> int:
+        return self.role.queued()
+
+    def take_outbox(self):
+        return self.role.take_outbox()
+
+    def sent_counts(self) -> list[tuple[int, str, int, int]]:
+        """(dst, kind, messages, bytes) the role sent itself (batch mode: the endpoint sees only batches)."""
+        return self.role.sent_counts() if self.batch else []
+
+    def record_received(self, rec, src: int, t_send: float, t_recv: float) -> None:
+        """The trace's rows of the records received since the last call (all from src, sent at t_send)."""
+        _, rx = self.role.take_logs(parts=False)
+        rank = self.rank
+        rec.messages.extend((t_send, t_recv, src, rank, MESSAGE_KINDS[int(k)], int(b), int(sim))
+                            for k, b, sim in rx[:, :3].tolist())
+
+    def record_parts_run(self, rec, t0: float, t1: float, c0: int, c1: int) -> None:
+        """The trace's rows of the parts run_batch ran between t0 and t1 (cycle counter c0 .. c1)."""
+        self.record_turn(rec, t0, t1, c0, c1, received=False)
+
+    def record_turn(self, rec, t0: float, t1: float, c0: int, c1: int, received: bool = True) -> None:
+        """The trace's rows of what a compiled turn (engine/mpi/native.py) did between t0 and t1, the cycle
+        counter going from c0 to c1: the parts it ran, and the records it took in (their receive time from
+        the counter, their send time from their batch)."""
+        from engine.mpi.recorder import LOGGED
+
+        (kinds, sims, s0, s1), rx = self.role.take_logs(rx=received)
+        scale = (t1 - t0) / (c1 - c0) if c1 > c0 else 0.0
+        if len(kinds):
+            starts = np.clip(t0 + (s0 - c0) * scale, t0, t1)
+            ends = np.clip(t0 + (s1 - c0) * scale, t0, t1)
+            rec.io_packages.append((t0, t1, -1, LOGGED, (starts, ends, kinds, sims)))
+        if received and len(rx):
+            t_recv = np.clip(t0 + (rx[:, 5] - c0) * scale, t0, t1).tolist()
+            rank = self.rank
+            rec.messages.extend((ts, tr, int(src), rank, MESSAGE_KINDS[int(k)], int(b), int(sim))
+                                for (k, b, sim, src, ts), tr in zip(rx[:, :5].tolist(), t_recv))
 
     def execute(self, pkg):
         return self.role.execute(pkg)

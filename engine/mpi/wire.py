@@ -1,59 +1,84 @@
-"""The byte layout of one MPI message: several logical messages of one kind to one destination, batched.
+"""The bytes of one MPI message: a batch of message records for one destination, sent once per loop turn.
 
-The IO thread sends at most one MPI message per (destination, kind) per loop turn; the MPI tag is the kind
-(its index in model.trace.MESSAGE_KINDS, plus TAG_BASE), so receivers know the kind without parsing. Each
-logical message inside is a fixed header and the payload the role serialised:
+    batch header (16 B)   u32 records | u32 reserved | f64 t_send (run clock, seconds)
+    records               model/roles/messages.py records, one after another, each a multiple of 8 bytes
 
-    u32 payload length | i64 sim_id | f64 t_send (run clock, seconds) | payload bytes
-
-Batching matters because a Python MPI call costs microseconds, and a simulation sends several small messages.
+All application messages of a loop turn to one rank travel in one batch (tag TAG_RECORDS): a Python MPI
+call costs microseconds, and a simulation sends several small messages. A host that is not built on the
+record layout (a role_factory host's plain bytes) has each payload wrapped in a record of its own with the
+F_OPAQUE flag, its bytes in the record's body. CONTROL messages (JSON, the termination protocol) go one by
+one under TAG_CONTROL.
 """
 
 from __future__ import annotations
 
 import struct
 
-from model.trace import MESSAGE_KINDS
+import numpy as np
 
-HEADER = struct.Struct("<Iqd")
+from model.roles.messages import CODE, HEAD, MESSAGE_KINDS, Record, body_amaf, check_records, write_head
+
+BATCH = struct.Struct("<IId")
 TAG_BASE = 16  # tags below are the runtime's own (clock synchronisation)
-KIND_TAG = {k: TAG_BASE + i for i, k in enumerate(MESSAGE_KINDS)}
-TAG_KIND = {t: k for k, t in KIND_TAG.items()}
+TAG_RECORDS, TAG_CONTROL = TAG_BASE, TAG_BASE + 1
+F_OPAQUE = 2
 
 
-class Batch:
-    """Logical messages waiting for one (destination, kind) MPI message."""
-
-    __slots__ = ("parts", "count", "size")
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-        self.count = 0
-        self.size = 0
-
-    def add(self, payload: bytes, sim_id: int, t_send: float) -> None:
-        self.parts.append(HEADER.pack(len(payload), sim_id, t_send))
-        self.parts.append(payload)
-        self.count += 1
-        self.size += HEADER.size + len(payload)
-
-    def encode(self) -> bytes:
-        return b"".join(self.parts)
+def opaque(kind: str, sim_id: int, payload: bytes) -> np.ndarray:
+    """A record that carries `payload` as it is (a host that speaks its own bytes)."""
+    n = len(payload)
+    rec = np.zeros(HEAD + ((n + 7) & ~7), np.uint8)
+    write_head(rec, 0, CODE[kind], sim_id, 0, False, 0.0, 0, n, 0, -1)
+    rec[5] |= F_OPAQUE  # the flags byte of the MSG header
+    body_amaf(rec, 0, 0, False, 0, n)[:] = np.frombuffer(payload, np.uint8)
+    return rec
 
 
-def decode(buf: bytes | bytearray | memoryview) -> list[tuple[int, float, bytes]]:
-    """Split one MPI message into [(sim_id, t_send, payload), ...]."""
+def batch(records: list[np.ndarray], count: int, t_send: float) -> np.ndarray:
+    """One MPI message: the header and the records, contiguous."""
+    size = sum(len(r) for r in records)
+    out = np.empty(BATCH.size + size, np.uint8)
+    BATCH.pack_into(out, 0, count, 0, t_send)
+    pos = BATCH.size
+    for r in records:
+        out[pos:pos + len(r)] = r
+        pos += len(r)
+    return out
+
+
+def header(buf: np.ndarray) -> tuple[int, float]:
+    """(records, t_send) of a received batch; ValueError if it is not one."""
+    if len(buf) < BATCH.size:
+        raise ValueError(f"a batch of {len(buf)} B is shorter than its header")
+    count, _, t_send = BATCH.unpack_from(buf, 0)
+    return count, t_send
+
+
+def records(buf: np.ndarray) -> np.ndarray:
+    """The records part of a batch, checked: ValueError if its records do not add up to its header's count."""
+    count, _ = header(buf)
+    body = buf[BATCH.size:]
+    found = int(check_records(body, len(body)))
+    if found != count:
+        raise ValueError(f"corrupt batch: header says {count} records, found {found if found >= 0 else 'garbage'}")
+    return body
+
+
+def split(buf: np.ndarray) -> list[tuple[str, int, bytes | np.ndarray]]:
+    """[(kind, sim_id, payload)] of a batch: the payload bytes of an opaque record, else the record itself."""
+    body = records(buf)
     out = []
-    mv = memoryview(buf)
-    pos, end = 0, len(mv)
-    hs = HEADER.size
-    while pos < end:
-        if end - pos < hs:
-            raise ValueError(f"truncated message header at byte {pos} of {end}")
-        n, sim_id, t_send = HEADER.unpack_from(mv, pos)
-        pos += hs
-        if pos + n > end:
-            raise ValueError(f"payload of {n} bytes overruns the message at byte {pos} of {end}")
-        out.append((sim_id, t_send, bytes(mv[pos:pos + n])))
-        pos += n
+    off = 0
+    while off < len(body):
+        rec = Record(body[off:])
+        size = rec.nbytes
+        data = body[off:off + size]
+        h = rec._h
+        kind = MESSAGE_KINDS[int(h["kind"])]
+        if int(h["flags"]) & F_OPAQUE:
+            n = int(h["n_amaf"])
+            out.append((kind, int(h["sim_id"]), bytes(data[HEAD:HEAD + n])))
+        else:
+            out.append((kind, int(h["sim_id"]), data))
+        off += size
     return out

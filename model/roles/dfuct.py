@@ -44,7 +44,7 @@ from model.roles.messages import FRAME, MOVE, PLAYOUT_FWD, STEP, Message, Result
 from model.roles.messages import UPDATE as UPDATE_MSG
 from model.roles.params import DfuctParams, TreesplitParams
 from model.roles.steps import ST_LOSS, ST_MOVE, Y_TRACK
-from model.roles.treesplit import Sim, TreesplitSearch
+from model.roles.treesplit_py import Sim, TreesplitSearch
 from model.tt import lookup
 from model.uct import P_RAVE, P_VLOSS, UctParams, _score
 

@@ -30,7 +30,7 @@ from model.roles.base import SYNC, Actions, Layout, Package, Role, RoleStats, Se
 from model.roles.broadcast import TreesplitBroadcast
 from model.roles.dup import new_dup_table, share_root
 from model.roles.invariants import treesplit_problems
-from model.roles.messages import MERGE, Message, Stats, merge_stats
+from model.roles.messages import CODE, MERGE, Message, Stats, merge_stats
 from model.roles.params import HybridParams
 from model.roles.steps import Y_NDUP, Y_TRACK
 from model.roles.treesplit import TreesplitSearch
@@ -77,8 +77,6 @@ class GroupRank(Role):
     def __init__(self, rank: int, groups: Groups, inner: Role):
         self.rank, self.layout, self.groups, self.inner = rank, groups.layout, groups, inner
         self.group = groups.group(rank)
-        if hasattr(inner, "sim_label"):
-            inner.sim_label = self._sim  # a chaining package renames itself to its next simulation
 
     def _sim(self, local_id: int) -> int:
         return -1 if local_id < 0 else local_id * self.groups.G + self.group
@@ -167,59 +165,63 @@ def merged_positions(g, root, depth: int, limit: int) -> list[tuple[np.uint64, n
     return out
 
 
-class HybridSearch(GroupRank):
+class HybridSearch(TreesplitSearch):
+    """A search rank of one group: UCT-Treesplit among the group's ranks (under global rank numbers and
+    simulation ids), root parallelisation of the merged nodes with the other groups."""
+
     def __init__(self, rank: int, groups: Groups, setup: Setup, uct: UctParams | None = None,
                  params: HybridParams | None = None, table=None):
-        self.params = params or HybridParams()
+        self.hparams = params or HybridParams()
         G = groups.G
         group = groups.group(rank)
+        self.groups, self.group = groups, group
         share = None if setup.sims is None else setup.sims // G + (1 if group < setup.sims % G else 0)
         # every group its own random streams (group 0 keeps the run's: G = 1 is treesplit exactly)
         gsetup = Setup(setup.g, setup.root, setup.history, share, setup.seed + 7919 * group)
-        inner = TreesplitSearch(groups.local(rank), groups.inner, gsetup, uct, self.params, table)
-        super().__init__(rank, groups, inner)
+        local = groups.local(rank)
+        inner = groups.inner
+        peers = ([groups.glob(group, inner.partner(local))] if inner.bcast_ranks > 0
+                 else [groups.glob(group, r) for r in range(inner.search_ranks) if r != local])
+        super().__init__(rank, inner, gsetup, uct, self.hparams, table, G=G, group=group,
+                         glob=[groups.glob(group, r) for r in range(inner.search_ranks)], lrank=local, peers=peers,
+                         world=groups.layout.world)
+        self.layout = groups.layout
+        self._set(accept=int(self.a.cs[0]["accept"]) | (1 << CODE[MERGE]))
         self.merging = G > 1
         self.since_merge = 0
-        inner.chain = min(inner.chain, self.params.merge_every)  # no package finishes more than a merge period
+        self.chain = min(self.chain, self.hparams.merge_every)  # no package finishes more than a merge period
         self.export_due = False
         self.final = False
         self.kept: list[np.ndarray] = []
-        self.sent, self.received, self.counts = Counter(), Counter(), Counter()
+        self.merge_sent = 0
+        self.merges = 0
         self.merged = np.zeros(0, np.uint64)
         self.merged_rows: list[int] = []
         self.peers = [r for h in range(G) if h != group for r in groups.search(h)]
         if self.merging:
-            if inner.M == 1:  # a one-rank group: deltas for the merged nodes only, nothing else to duplicate
-                inner.dt = new_dup_table(inner.local_slots, inner.t.child_move.shape[1], self.params.dup_rows)
-                inner.y[Y_NDUP] = math.inf
-            inner.y[Y_TRACK] = 1.0
-            self.positions = merged_positions(setup.g, np.asarray(setup.root), self.params.merge_depth,
-                                              self.params.dup_rows)
+            if self.M == 1:  # a one-rank group: deltas for the merged nodes only, nothing else to duplicate
+                self._replace_dup_table(new_dup_table(self.local_slots, self.t.child_move.shape[1],
+                                                      self.hparams.dup_rows))
+                self.y[Y_NDUP] = math.inf
+            self.y[Y_TRACK] = 1.0
+            self._set(track=1)
+            self.positions = merged_positions(setup.g, np.asarray(setup.root), self.hparams.merge_depth,
+                                              self.hparams.dup_rows)
             self.merged = np.sort(np.array([h for h, _ in self.positions], np.uint64))
 
-    # what the engine and the invariants read of a search rank
     @property
-    def t(self):
-        return self.inner.t
+    def inner(self) -> "HybridSearch":
+        """The group's view of this rank (hybrid_problems reads group-local rank numbers through lrank)."""
+        return self
 
-    @property
-    def dt(self):
-        return self.inner.dt
-
-    def holds_root(self) -> bool:
-        return self.inner.holds_root()
-
-    def root_stats(self) -> dict:
-        return self.inner.root_stats()
-
-    def best_move(self) -> int:
-        return self.inner.best_move()
+    def batchable(self) -> bool:
+        return not self.merging  # the merges between groups are decided here, package by package
 
     # --- merging between groups -----------------------------------------------------------------------------
     def _share_merged(self) -> None:
-        """Store, expand, zero and share the merged nodes (the inner start() has begun the search)."""
-        t, dt, g = self.inner.t, self.inner.dt, self.inner.g
-        buf = np.empty(self.inner.n_actions, np.int64)
+        """Store, expand, zero and share the merged nodes (start() has begun the search)."""
+        t, dt, g = self.t, self.dt, self.g
+        buf = np.empty(self.n_actions, np.int64)
         self.merged_rows = []
         for h, s in self.positions:
             slot, _ = lookup(t, h, True)
@@ -249,44 +251,35 @@ class HybridSearch(GroupRank):
         rows = merge_stats(np.concatenate(self.kept)) if len(self.kept) > 1 else self.kept[0]
         self.kept = []
         payload = Stats(rows)
-        self.counts["merges"] += 1
+        self.merges += 1
         for dst in self.peers:
-            self.sent[MERGE] += 1
+            self.merge_sent += 1
             out.msgs.append(Message(MERGE, self.rank, dst, payload))
 
     def start(self) -> Actions:
-        out = self._out(self.inner.start())
+        out = super().start()
         if self.merging:
             self._share_merged()
         return out
 
-    def on_message(self, msg: Message) -> Actions:
-        if msg.kind != MERGE:
-            return super().on_message(msg)
-        self.received[MERGE] += 1
-        acts = Actions()
-        self.inner.rows_in.append(msg.payload.rows)
-        self.inner._kick_sync(acts)
-        return self._out(acts)
-
     def on_work_done(self, pkg: Package, result) -> Actions:
         if pkg.kind == SYNC and self.merging:
-            self._keep(result[1])
-        done = self.inner.done
+            cs = self.a.cs[0]
+            nd, ns = int(cs["job_dup_rows"]), int(cs["job_sync_rows"])
+            self._keep(self.a.srows[nd:nd + ns])
+        done = self.done
         out = super().on_work_done(pkg, result)
         if not self.merging:
             return out
         if pkg.kind == SYNC and (self.export_due or self.final):
             self.export_due = False
             self._export(out)
-        self.since_merge += self.inner.done - done
-        if self.since_merge >= self.params.merge_every and not self.inner.stopped:
-            self.since_merge -= self.params.merge_every  # a chaining package may pass it by several
+        self.since_merge += self.done - done
+        if self.since_merge >= self.hparams.merge_every and not self.stopped:
+            self.since_merge -= self.hparams.merge_every  # a chaining package may pass it by several
             self.export_due = True  # sent once the merged nodes' increments are flushed
-            acts = Actions()
-            self.inner.to_flush.update(self.merged_rows)
-            self.inner._kick_sync(acts)
-            out.extend(self._out(acts))
+            self.flush(self.merged_rows)
+            out.extend(self._actions())
         return out
 
     def final_sync(self) -> Actions:
@@ -297,14 +290,30 @@ class HybridSearch(GroupRank):
         return out
 
     def idle(self) -> bool:
-        return self.inner.idle() and not (self.final and self.kept)
+        return super().idle() and not (self.final and self.kept)
+
+    @property
+    def counts(self) -> dict:
+        c = super().counts
+        c["merges"] = self.merges
+        return c
+
+    @property
+    def sent(self) -> dict:
+        s = super().sent
+        if self.merge_sent:
+            s[MERGE] += self.merge_sent
+        return s
 
     def stats(self) -> RoleStats:
         st = super().stats()
-        st.messages_sent = dict(Counter(st.messages_sent) + self.sent)
-        st.messages_received = dict(Counter(st.messages_received) + self.received)
-        st.extra["merges"] = self.counts["merges"]
+        st.extra["group"] = self.group
         return st
+
+    def report(self) -> dict:
+        d = super().report()
+        d["group"] = self.group
+        return d
 
 
 class HybridBroadcast(GroupRank):
@@ -346,7 +355,7 @@ def hybrid_problems(roles, messages=None) -> list[str]:
                     msgs.append(Message(MERGE, -1, groups.local(m.dst), m.payload))
                 elif m.kind != MERGE and groups.group(m.src) == grp:
                     msgs.append(Message(m.kind, groups.local(m.src), groups.local(m.dst), m.payload))
-        for p in treesplit_problems(search, msgs, everyone):
+        for p in treesplit_problems(search, msgs, everyone, between=(MERGE,)):
             if G == 1 or not any(s in p for s in _GROUP_ONLY):
                 bad.append(f"group {grp}: {p}")
     if G == 1:
@@ -368,9 +377,9 @@ def hybrid_problems(roles, messages=None) -> list[str]:
                 views.setdefault(h, set()).add(view)
                 continue
             if dt.row_of[slot] >= 0:
-                if inner.rank != 0:
+                if inner.lrank != 0:
                     continue  # a node shared within a group: counted once, on the group's first rank
-            elif inner.kernel_ranks > 1 and owner(t.key[slot], inner.M, inner.local_slots) != inner.rank:
+            elif inner.kernel_ranks > 1 and owner(t.key[slot], inner.M, inner.local_slots) != inner.lrank:
                 continue
             nodes += view[0]
             edges += sum(view[1])

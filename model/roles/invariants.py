@@ -20,7 +20,7 @@ import numpy as np
 
 from model.ownership import owner
 from model.roles.dup import D_DROPPED, D_ROWS
-from model.roles.messages import DUP, MERGE, NODE_ROW, SYNC
+from model.roles.messages import DUP, MERGE, NODE_ROW, SYNC, Record
 
 
 def _node(t, slot):
@@ -30,10 +30,11 @@ def _node(t, slot):
             tuple(t.amaf_visits[slot, :nc].tolist()), tuple(np.round(t.amaf_value[slot, :nc], 3).tolist()))
 
 
-def treesplit_problems(roles, messages=None, all_roles=None) -> list[str]:
+def treesplit_problems(roles, messages=None, all_roles=None, between=()) -> list[str]:
     """roles: the search ranks' TreesplitSearch (or RootSearch) objects, rank order. messages: Message
     objects the search ranks sent (to check shared nodes against snapshot + increment sums), or None.
-    all_roles: every rank's role, for the sent == received check (defaults to roles)."""
+    all_roles: every rank's role, for the sent == received check (defaults to roles); between: message kinds
+    that also go to ranks outside `roles` (left out of that check)."""
     bad: list[str] = []
     M = len(roles)
     if not any(r.holds_root() for r in roles):
@@ -80,8 +81,14 @@ def treesplit_problems(roles, messages=None, all_roles=None) -> list[str]:
         want_w: Counter = Counter()
         seen = set()
         for m in messages:
-            if m.kind in (DUP, SYNC, MERGE) and m.src < M and id(m.payload.rows) not in seen:
-                seen.add(id(m.payload.rows))  # without broadcast ranks one payload goes to every other rank
+            # without broadcast ranks one sync job's rows go to every other rank: count them once (a search
+            # rank's records carry the sync job's number and the first row's index in it)
+            if m.kind not in (DUP, SYNC, MERGE) or m.src >= M:
+                continue
+            key = ((m.src, m.kind, m.payload.origin, m.payload.dim) if isinstance(m.payload, Record)
+                   else id(m.payload.rows))
+            if key not in seen:
+                seen.add(key)
                 for row in m.payload.rows:
                     key = (int(row["hash"]), int(row["idx"]))
                     want_n[key] += int(row["n"])
@@ -108,7 +115,7 @@ def treesplit_problems(roles, messages=None, all_roles=None) -> list[str]:
         for slot in live.tolist():
             if M > 1 and r.dt.row_of[slot] >= 0:
                 continue
-            if r.kernel_ranks > 1 and owner(t.key[slot], M, r.local_slots) != r.rank:
+            if r.kernel_ranks > 1 and owner(t.key[slot], M, r.local_slots) != getattr(r, "lrank", r.rank):
                 if t.visits[slot] != 0:
                     bad.append(f"rank {r.rank}: holds statistics of node {int(t.key[slot]):#x} it does not own")
                 continue
@@ -128,8 +135,8 @@ def treesplit_problems(roles, messages=None, all_roles=None) -> list[str]:
     sent: Counter = Counter()
     received: Counter = Counter()
     for r in everyone:
-        sent.update(r.sent)
-        received.update(r.received)
+        sent.update({k: v for k, v in r.sent.items() if k not in between})
+        received.update({k: v for k, v in r.received.items() if k not in between})
     if sent != received:
         bad.append(f"messages sent {dict(sent)} != received {dict(received)}")
     updates = sum(r.counts["updates"] for r in roles)

@@ -22,7 +22,7 @@ from model.roles.base import EXPAND, PLAYOUT, SELECT, Actions, Layout, Package, 
 from model.roles.messages import JOB, RESULT, STEP, Message, Result, Steps
 from model.roles.params import LeafParams, TreesplitParams
 from model.roles.steps import ST_LOSS, ST_PLAYOUT, Y_TRACK, add_path_vloss, playout, replay
-from model.roles.treesplit import Sim, TreesplitSearch
+from model.roles.treesplit_py import Sim, TreesplitSearch
 from model.rng import new_rng
 from model.uct import P_RAVE, P_VLOSS, UctParams
 

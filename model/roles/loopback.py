@@ -20,7 +20,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from model.roles.base import CONTINUE, PART_KINDS, Actions, Role
-from model.roles.messages import decode
+from model.roles.messages import Message, decode
 
 
 @dataclass
@@ -172,3 +172,96 @@ class Loopback:
         if busy or not self._quiescent():
             raise AssertionError(f"loopback: ranks {busy} not idle after the final synchronisation")
         return info
+
+
+class BatchLoopback:
+    """The engine's batch path in one process: every search rank's role in batch mode (records in, a slice
+    of packages run, records out), the others (broadcast ranks) through the contract as in Loopback, in
+    rounds; the same termination protocol. Rounds visit the ranks in a seeded random order and deliver each
+    rank's outbox as one batch, so records of different ranks interleave as they do between MPI ranks."""
+
+    def __init__(self, roles: list[Role], seed: int = 0, max_rounds: int = 1_000_000):
+        self.roles = roles
+        self.rng = random.Random(seed)
+        self.max_rounds = max_rounds
+        self.batched = [getattr(r, "batchable", lambda: False)() and hasattr(r, "run_batch") for r in roles]
+        for r, b in zip(roles, self.batched):
+            if b:
+                r.batch = True
+        self.inbox: list[list] = [[] for _ in roles]  # record arrays (or Messages) waiting for each rank
+        self.rounds = 0
+
+    def _deliver(self, src: int, dst: int, records) -> None:
+        if self.batched[dst]:
+            self.inbox[dst].append(records.copy())
+            return
+        from model.roles.messages import split_records
+
+        for rec in split_records(records.copy()):
+            self.inbox[dst].append(Message(rec.kind, src, dst, rec, rec.sim_id))
+
+    def _acts(self, rank: int, acts: Actions) -> None:
+        for m in acts.msgs:
+            self._deliver(rank, m.dst, m.record())
+        self._queue[rank].extend(acts.pkgs)
+        self._timers[rank].extend(token for _, token in acts.timers)  # due at the rank's next turn
+
+    def _turn(self, rank: int) -> bool:
+        role = self.roles[rank]
+        worked = False
+        if self.batched[rank]:
+            for recs in self.inbox[rank]:
+                role.receive_batch(recs, len(recs), False, -1, 0.0)
+                worked = True
+            self.inbox[rank] = []
+            if role.queued():
+                role.run_batch(0, False)
+                worked = True
+            for dst, records, _ in role.take_outbox():
+                self._deliver(rank, dst, records)
+                worked = True
+            return worked
+        for m in self.inbox[rank]:
+            self._acts(rank, role.on_message(m))
+            worked = True
+        self.inbox[rank] = []
+        timers, self._timers[rank] = self._timers[rank], []
+        for token in timers:
+            self._acts(rank, role.on_timer(token))
+            worked = True
+        q = self._queue[rank]
+        while q:
+            pkg = q.popleft()
+            result = role.execute(pkg)
+            self._acts(rank, role.on_work_done(pkg, result))
+            worked = True
+        return worked
+
+    def _drain(self) -> None:
+        while True:
+            self.rounds += 1
+            if self.rounds > self.max_rounds:
+                raise RuntimeError("batch loopback: the roles never quiesce")
+            order = list(range(len(self.roles)))
+            self.rng.shuffle(order)
+            if not any([self._turn(r) for r in order]):
+                return
+
+    def _everyone(self, method: str) -> None:
+        for rank, role in enumerate(self.roles):
+            acts = getattr(role, method)()
+            if not self.batched[rank]:
+                self._acts(rank, acts)
+
+    def run(self) -> None:
+        self._queue = [deque() for _ in self.roles]
+        self._timers: list[list] = [[] for _ in self.roles]
+        self._everyone("start")
+        self._drain()
+        self._everyone("stop")
+        self._drain()
+        self._everyone("final_sync")
+        self._drain()
+        busy = [r for r, role in enumerate(self.roles) if not role.idle()]
+        if busy:
+            raise AssertionError(f"batch loopback: ranks {busy} not idle after the final synchronisation")

@@ -1,4 +1,4 @@
-"""UCT-Treesplit's search rank (seed 000, 4.2), and TDS (the same with N_dup = inf).
+"""UCT-Treesplit's search rank (Schaefers 2014, 4.2), and TDS (the same with N_dup = inf).
 
 A search rank owns the nodes whose hash maps to it (eq. 4.6/4.7, model/ownership.py) and keeps W*O of its
 own simulations in flight (S_par / M). A simulation's life (the worker FSM of Figure 4.2):
@@ -11,6 +11,10 @@ own simulations in flight (S_par / M). A simulation's life (the worker FSM of Fi
     UPDATE  one per rank that selected a step (a package here, an UPDATE message elsewhere); the origin
             counts the simulation done when its own update has run, and starts the next one
 
+A simulation's steps on one rank run as one package (fused): select, expand, select, ..., playout and this
+rank's update, stopping where it leaves the rank; a simulation started here that runs from the root to its
+update without leaving is finished in that package, which goes on with the next one (chaining).
+
 Duplication and synchronisation (4.2.2, model/roles/dup.py): the root is duplicated on every rank from the
 start; an owned node that reaches N_dup visits is duplicated (DUP, its full statistics); a duplicated
 node's increments are sent (SYNC, all its changed children in one message) once some child's delta
@@ -18,103 +22,50 @@ reaches N_sync(s,a). Both go to the rank's broadcast partner (model/roles/broadc
 every other search rank when the run has no broadcast ranks. All sync work runs in `sync` packages, one at
 a time per rank; while a DUP snapshot waits, update packages are held back so none slips between the
 snapshot and the delta counters.
+
+The state machine itself is model/roles/core.py (numba kernels over the rank's arrays); this class hosts it
+for the role contract (one event at a time: the simulator, the loopback runtime, an engine rank with worker
+threads) and for the engine's batches (`receive_batch`, `run_batch`, `take_outbox`: a whole MPI buffer of
+records in one call, the rank's packages run to the end of a time slice in another).
 """
 
 from __future__ import annotations
 
-import itertools
-import random
 import threading
-from collections import Counter
 
 import numpy as np
 
 from model import game
-from model.roles.base import (CONTINUE, EXPAND, PLAYOUT, SELECT, SYNC, UPDATE, Actions, Layout, Package,
-                              Role, RoleStats, Setup)
+from model.ownership import owner
+from model.rng import new_rng
+from model.roles import core as K
+from model.roles.base import PART_KINDS, SYNC, Actions, Layout, Package, Role, RoleStats, Setup
+from model.roles.dup import D_DROPPED, D_REFUSED, D_ROWS, new_dup_table
 from model.roles.fastcall import Bound
-from model.roles.dup import D_DROPPED, D_REFUSED, D_ROWS, apply_rows, flush_rows, new_dup_table, share_root, write_dup
-from model.roles.messages import DUP, MOVE, PLAYOUT_FWD, STAT, STEP, Message, Result, Stats, Steps
+from model.roles.messages import CODE, DUP, MESSAGE_KINDS, MOVE, PLAYOUT_FWD, Message, Record
 from model.roles.messages import SYNC as SYNC_MSG
 from model.roles.messages import UPDATE as UPDATE_MSG
 from model.roles.params import TreesplitParams
-from model.roles.steps import (ST_EXPAND, ST_MOVE, ST_PLAYOUT, Y_ALPHA, Y_DUP_DEPTH, Y_LEN, Y_NDUP,
-                               Y_NSYNC_MAX, Y_NSYNC_MIN, Y_TRACK, A_DONE, A_EDGES, A_LEN, A_LOG, A_MISSING,
-                               A_RECORDS, F_EXPAND, F_PLAYOUT, F_UPDATE, expand_node, log_capacity, playout, replay,
-                               run_fused, select_steps, update_steps)
-from model.ownership import owner
-from model.rng import new_rng
-from model.tt import current_nodes, lookup, new_search, new_table, slots_for
-from model.uct import P_MAX_DEPTH, P_RAVE, UctParams, expand
+from model.roles.steps import (Y_ALPHA, Y_DUP_DEPTH, Y_LEN, Y_NDUP, Y_NSYNC_MAX, Y_NSYNC_MIN, Y_TRACK)
+from model.tt import current_nodes, new_table, slots_for
+from model.uct import P_MAX_DEPTH, P_RAVE, UctParams
 
-
-class Sim:
-    """A simulation while it is on this rank (package payload)."""
-
-    __slots__ = ("sim_id", "steps", "n", "s", "path_pos", "insert", "moved", "slot", "rng", "playouts", "fuse",
-                 "fuse_playout", "may_update", "expands", "result", "amaf", "chain_left", "chain_done",
-                 "chain_records", "chain_edges", "chain_missing")
-
-    def __init__(self, sim_id: int, steps: np.ndarray, n: int):
-        self.sim_id = sim_id
-        self.steps = steps
-        self.n = n
-        self.s = None          # position at the current node, None until replayed here
-        self.path_pos = None
-        self.insert = True
-        self.moved = False     # arrived by MOVE and not yet selected on (counts as a held MOVE)
-        self.slot = 0
-        self.rng = None
-        self.playouts = 1      # results this simulation's selection gets (leaf parallelisation: SLMP)
-        # A fused package (role.fuse) goes on by itself from part to part while the simulation stays here:
-        # select -> expand -> select -> playout (if fuse_playout) -> this rank's update (if may_update).
-        # Both flags are decided by the role when it hands the package out (playout forwarding, DUP gate).
-        self.fuse = False
-        self.fuse_playout = False
-        self.may_update = False
-        self.expands = 0       # expansions run inside the current package
-        self.result = 0.0      # the playout's result and AMAF map, kept for the UPDATE messages
-        self.amaf = None
-        # Chaining (params.chain): a simulation started here (only those get chain_left) that runs from the
-        # root to its update inside one fused package is finished in that package, which goes on with a new
-        # simulation, up to chain_left more times; what the finished ones add up to waits here for
-        # on_work_done (the role's counters are only touched there).
-        self.chain_left = 0
-        self.chain_done = 0
-        self.chain_records = 0
-        self.chain_edges = 0
-        self.chain_missing = 0
-
-
-def _edges(steps: np.ndarray, n: int) -> int:
-    """Tree edges among the records steps[:n]: all but a final leaf record (idx -1)."""
-    return n - (1 if n and steps[n - 1]["idx"] < 0 else 0)
-
-
-class SyncJob:
-    __slots__ = ("rows_in", "dup_slots", "flush", "flush_all")
-
-    def __init__(self, rows_in, dup_slots, flush, flush_all):
-        self.rows_in = rows_in
-        self.dup_slots = dup_slots
-        self.flush = flush
-        self.flush_all = flush_all
-
-
-class UpdateJob:
-    __slots__ = ("steps", "result", "amaf", "origin_done")
-
-    def __init__(self, steps, result, amaf, origin_done):
-        self.steps = steps
-        self.result = result
-        self.amaf = amaf
-        self.origin_done = origin_done
+PKG_KINDS = PART_KINDS + (SYNC,)
+# kernels, each bound once per process to the types of a Core (model.roles.fastcall)
+_K = ("start", "receive", "execute", "done", "run", "stop", "final_sync", "kick", "idle", "take_queue")
+LOG_PARTS = 1 << 15  # parts a batch may log before the trace takes them
 
 
 class TreesplitSearch(Role):
+    """The search rank of treesplit and tds (and, configured, of root and hybrid). rank: the global rank;
+    G/group/glob: a hybrid's groups (sim ids are (local rank + M k) G + group; glob maps the group's search
+    ranks to global ones, peers are global)."""
+
     def __init__(self, rank: int, layout: Layout, setup: Setup, uct: UctParams | None = None,
-                 params: TreesplitParams | None = None, table=None):
+                 params: TreesplitParams | None = None, table=None, *, G: int = 1, group: int = 0,
+                 glob=None, lrank: int | None = None, peers=None, world: int | None = None):
         self.rank, self.layout, self.setup = rank, layout, setup
+        self.lrank = rank if lrank is None else lrank
         self.uct = uct or UctParams()
         self.params = params or TreesplitParams()
         self.g = setup.g
@@ -128,592 +79,370 @@ class TreesplitSearch(Role):
         if table is None:
             k = int(game.max_children(self.g))
             table = new_table(slots_for(self.params.table_mb, k), k)
-        self.t = table
         self.local_slots = int(table.key.shape[0])  # |H|/M: every rank's table must have the same size
-        self.dt = new_dup_table(self.local_slots, table.child_move.shape[1],
-                                self.params.dup_rows if self.M > 1 else 1)
-        # What subclasses (root, leaf) change: ranks the kernels spread the tree over, whether shared nodes
-        # count deltas, how a first-heard node is taken in, whether every sync package waits for the
-        # updates, and the message kinds of snapshots and increments.
-        self.kernel_ranks = self.M
-        self.adopt = False
-        self.gate_syncs = False
-        self.dup_kind, self.sync_kind = DUP, SYNC_MSG
-        # Fused packages (base.CONTINUE): a simulation's steps on this rank run as one package. Subclasses
-        # whose hooks look at each step's result (leaf, dfuct) turn it off.
-        self.fuse = bool(self.params.fuse)
-        self.chain = int(self.params.chain)
+        dt = new_dup_table(self.local_slots, table.child_move.shape[1], self.params.dup_rows if self.M > 1 else 1)
         y = np.zeros(Y_LEN)
         y[Y_NSYNC_MIN], y[Y_NSYNC_MAX] = self.params.n_sync_min, self.params.n_sync_max
         y[Y_ALPHA], y[Y_NDUP] = self.params.alpha, self.params.n_dup
         y[Y_TRACK], y[Y_DUP_DEPTH] = float(self.M > 1), np.inf
-        self.y = y
-        self.quota = setup.quota(rank, self.M)
-        self.target = layout.workers * self.params.overload   # S_par / M
-        self.balance_limit = self.params.balance_k * self.target
-        self.sync_peers = ([layout.partner(rank)] if layout.bcast_ranks > 0
-                           else [r for r in range(self.M) if r != rank])
-        self.shared_rng = new_rng(setup.seed * 1000003 + rank) if layout.workers == 1 else None
-        self.py_rng = random.Random(setup.seed * 7919 + rank)
-        self.no_amaf = np.zeros(0, np.int8)
-        self.root_pos = np.uint64(game.position_hash(self.g, self.root))
-        # the hot kernels, called without per-call type resolution (argument types stay fixed per role)
-        self._select, self._update_k = Bound(select_steps), Bound(update_steps)
-        self._expand, self._playout, self._replay = Bound(expand_node), Bound(playout), Bound(replay)
-        self._fused = Bound(run_fused)
-        self._no_log = (np.empty(0, np.int8), np.empty(0, np.int32), np.empty(0, np.int64))
-        # state of the role (touched by the IO side only)
-        self.started = 0
-        self.done = 0
-        self.reserved = 0             # simulations that chaining packages out there may still start
-        # what a chaining kernel looks at between simulations: [stopped, a duplication waits]
-        self.halt = np.zeros(2, np.int64)
-        self._ids = itertools.count()  # next() is atomic: a chaining worker draws ids without the role lock
-        self.sim_label = int          # package sim_id for the trace (hybrid maps group-local ids)
-        self.split_parts = False      # record_parts(): each part its own kernel call, for per-part records
-        self.part_log = False         # record_parts(stamps=True): one call, with a stamped log of its parts
-        self._logs = threading.local()  # per worker thread: the part log buffers
-        self.in_flight = 0
-        self.stopped = False
-        self.final_synced = False
-        self.outstanding = 0          # packages handed out and not yet back
-        self.moves_held = 0
-        self.updates_running = 0
-        self.held_updates: list[Package] = []
-        self.sync_running = False
-        self.dup_running = False
-        self.rows_in: list[np.ndarray] = []
-        self.to_flush: set[int] = set()
-        self.to_dup: set[int] = set()
-        self.flush_all = False
-        self.counts = Counter()        # playouts, expands, forwarded, missing, ...
-        self.sent = Counter()
-        self.received = Counter()
+        glob = list(range(self.M)) if glob is None else list(glob)
+        if peers is None:
+            peers = ([layout.partner(self.lrank)] if layout.bcast_ranks > 0
+                     else [glob[r] for r in range(self.M) if r != self.lrank])
+        world = layout.world if world is None else world
+        self.quota = setup.quota(self.lrank, self.M)
+        target = layout.workers * self.params.overload   # S_par / M
+        self._use(K.new_arrays(table, dt, self.g, self.root, self.history, self.p, y, world=world, M=self.M, glob=glob,
+                            peers=peers, slots=max(16, 4 * target + 8), depth_cap=self.max_depth + 2,
+                                 rave=self.rave))
+        cs = self.a.cs[0]
+        for name, v in dict(rank=rank, lrank=self.lrank, M=self.M, kernel_ranks=self.M, local_slots=self.local_slots,
+                            G=G, group=group, world=world, quota=-1 if self.quota is None else self.quota,
+                            target=target, chain=int(self.params.chain), fuse=int(bool(self.params.fuse)),
+                            forward=int(bool(self.params.forward_playouts)), dup_kind=CODE[DUP],
+                            sync_kind=CODE[SYNC_MSG], rave=int(self.rave), shared_rng=int(layout.workers == 1),
+                            seed=setup.seed, n_actions=self.n_actions, depth_cap=self.max_depth + 2,
+                            share_root=int(bool(self.params.share_root)), n_peers=len(peers),
+                            track=int(self.M > 1),
+                            accept=_mask(MOVE, UPDATE_MSG, PLAYOUT_FWD, DUP, SYNC_MSG)).items():
+            cs[name] = v
+        cs["balance_limit"] = self.params.balance_k * target
+        self.a.rng[:] = new_rng(setup.seed * 1000003 + self.lrank)
+        self.a.prng[:] = new_rng(setup.seed * 7919 + self.lrank)
+        self._k = {name: Bound(getattr(K, name)) for name in _K}
+        self._local = threading.local()  # per worker thread: its Scratch
+        self.batch = False                # the engine drives the core in batches (run_batch, take_outbox)
+        self._log = False                 # record_parts: part logs for the trace
+        self._stamps = False
+        self._batch_sc = None
+        self._qbuf = np.zeros(0, np.int64)
+        self._qfront = np.zeros(0, np.int64)
+        self._buf = np.empty(self.n_actions, np.int64)
         self.root_slot = 0
         self.root_hash = np.uint64(0)
 
-    # --- helpers ------------------------------------------------------------------------------------------
-    def _pkg(self, out: Actions, kind: str, sim_id: int, payload, front: bool = False) -> None:
-        self.outstanding += 1
-        out.pkgs.append(Package(kind, sim_id, payload, front))
+    def _use(self, arrays: K.Arrays) -> None:
+        """Work on these arrays from now on (new, or grown): Python reads them, the kernels get a Core."""
+        self.a = arrays
+        self.core = K.bind(arrays)
 
-    def _sim_pkg(self, out: Actions, kind: str, sim: Sim, front: bool = False) -> None:
-        """A package of simulation `sim`; fused (see Sim) when the role fuses. A fused package that may
-        update counts as a running update from now on (the DUP snapshot waits for it)."""
-        if self.fuse:
-            sim.fuse = True
-            sim.fuse_playout = kind == PLAYOUT or not self._forwarding()
-            sim.may_update = sim.fuse_playout and not (self.to_dup or self.dup_running)
-            if sim.may_update:
-                self.updates_running += 1
-        self._pkg(out, kind, sim.sim_id, sim, front)
+    # --- configuration the variants change (root, hybrid) --------------------------------------------------------
+    @property
+    def t(self):
+        return self.a.t
 
-    def _forwarding(self) -> bool:
-        return self.M > 1 and self.params.forward_playouts and self.moves_held > self.balance_limit
+    @property
+    def dt(self):
+        return self.a.dt
 
-    def _send(self, out: Actions, kind: str, dst: int, payload, sim_id: int = -1) -> None:
-        self.sent[kind] += 1
-        out.msgs.append(Message(kind, self.rank, dst, payload, sim_id))
+    @property
+    def y(self):
+        return self.a.y
 
-    def _new_sim(self, out: Actions) -> None:
-        sim_id = self.rank + self.M * next(self._ids)
-        self.started += 1
-        self.in_flight += 1
-        sim = Sim(sim_id, np.empty(self.max_depth + 2, STEP), 0)
-        sim.s = self.root.copy()
-        sim.path_pos = np.empty(self.max_depth + 2, np.uint64)
-        sim.path_pos[0] = self.root_pos
-        if self.fuse and self.chain > 1:
-            left = self.chain - 1
-            if self.quota is not None:  # only what the quota has beyond keeping S_par / M in flight
-                spare = self.quota - self.started - self.reserved - max(self.target - self.in_flight, 0)
-                left = min(left, spare)
-            sim.chain_left = max(left, 0)
-            self.reserved += sim.chain_left
-        self._sim_pkg(out, SELECT, sim)
+    def _set(self, **fields) -> None:
+        cs = self.a.cs[0]
+        for k, v in fields.items():
+            cs[k] = v
 
-    def _may_start(self) -> bool:
-        return not self.stopped and (self.quota is None or self.started + self.reserved < self.quota)
+    @property
+    def kernel_ranks(self) -> int:
+        return int(self.a.cs[0]["kernel_ranks"])
 
-    def _chained(self, pkg: Package, sim: Sim, done: int, records: int, edges: int, missing: int) -> list[int]:
-        """`done` simulations finished in this package, which now carries the origin's next one under a new
-        id. Runs on the worker, without the role lock: only the package's own Sim is written; the role's
-        counters take it in at on_work_done (_chain_settle). Returns the trace labels of the new ids."""
-        sim.chain_left -= done
-        sim.chain_done += done
-        sim.chain_records += records
-        sim.chain_edges += edges
-        sim.chain_missing += missing
-        labels = []
-        for _ in range(done):
-            sim.sim_id = self.rank + self.M * next(self._ids)
-            labels.append(self.sim_label(sim.sim_id))
-        pkg.sim_id = labels[-1]
-        sim.rng = None  # a stream of its own from its own id (workers > 1)
-        return labels
+    @property
+    def chain(self) -> int:
+        return int(self.a.cs[0]["chain"])
 
-    def _chain_next(self, pkg: Package, sim: Sim, missing: int) -> None:
-        """The simulation of this package ended here (a part-by-part run): on with the origin's next one."""
-        n = sim.n
-        self._chained(pkg, sim, 1, n, _edges(sim.steps, n), int(missing))
-        sim.n = 0
-        sim.s[:] = self.root
-        sim.path_pos[0] = self.root_pos
-        sim.insert = True
-        sim.amaf = None
-        sim.fuse_playout = not self._forwarding()
-        pkg.kind = SELECT
+    @chain.setter
+    def chain(self, v: int) -> None:
+        self._set(chain=int(v))
 
-    def _chain_settle(self, sim: Sim) -> None:
-        """Take in what a chaining package finished (on_work_done, under the role lock) and give back the
-        simulations it was allowed to start and did not."""
-        k = sim.chain_done
-        if k:
-            self.started += k
-            self.done += k
-            c = self.counts
-            c["playouts"] += k
-            c["updates"] += k
-            c["updates_local"] += k
-            c["records_finished"] += sim.chain_records
-            c["edges_finished"] += sim.chain_edges
-            if sim.chain_missing:
-                c["update_missing"] += sim.chain_missing
-            sim.chain_done = sim.chain_records = sim.chain_edges = sim.chain_missing = 0
-        self.reserved -= k + sim.chain_left
-        sim.chain_left = 0
+    @property
+    def target(self) -> int:
+        return int(self.a.cs[0]["target"])
 
-    def _fill(self, out: Actions) -> None:
-        while self.in_flight < self.target and self._may_start():
-            self._new_sim(out)
+    @property
+    def balance_limit(self) -> float:
+        return float(self.a.cs[0]["balance_limit"])
 
-    def _rng(self, sim: Sim):
-        if self.shared_rng is not None:
-            return self.shared_rng
-        if sim.rng is None:
-            sim.rng = new_rng((self.setup.seed * 0x9E3779B1 + sim.sim_id * 2654435761 + self.rank) & (2**62 - 1))
-        return sim.rng
+    # --- the state, read (the invariants, the reports and tests look at it) ---------------------------------------
+    def _cs(self, name: str) -> int:
+        return int(self.a.cs[0][name])
 
-    def _arrived(self, steps: np.ndarray, sim_id: int) -> Sim:
-        n = len(steps)
-        buf = np.empty(self.max_depth + 2, STEP)
-        buf[:n] = steps
-        return Sim(sim_id, buf, n)
+    started = property(lambda self: self._cs("started"))
+    done = property(lambda self: self._cs("done"))
+    in_flight = property(lambda self: self._cs("in_flight"))
+    reserved = property(lambda self: self._cs("reserved"))
+    outstanding = property(lambda self: self._cs("outstanding"))
+    moves_held = property(lambda self: self._cs("moves_held"))
+    updates_running = property(lambda self: self._cs("updates_running"))
+    stopped = property(lambda self: bool(self._cs("stopped")))
+    dup_running = property(lambda self: bool(self._cs("dup_running")))
+    held_updates = property(lambda self: self._cs("h_len"))
 
-    # --- the contract -------------------------------------------------------------------------------------
-    def start(self) -> Actions:
+    @property
+    def counts(self) -> dict:
+        from collections import Counter
+
+        return Counter({k: int(v) for k, v in zip(K.COUNTS, self.a.cnt.tolist())})
+
+    def _by_kind(self, a: np.ndarray) -> dict:
+        return {MESSAGE_KINDS[k]: int(v) for k, v in enumerate(a.tolist()) if v and k < len(MESSAGE_KINDS)}
+
+    @property
+    def sent(self) -> dict:
+        from collections import Counter
+
+        return Counter(self._by_kind(self.a.sent.sum(axis=0)))
+
+    @property
+    def received(self) -> dict:
+        from collections import Counter
+
+        return Counter(self._by_kind(self.a.received))
+
+    def flush(self, rows) -> None:
+        """Send the deltas of these duplicated rows at the next sync job (hybrid's merged nodes)."""
+        c = self.a
+        cs = c.cs[0]
+        for r in rows:
+            if c.flush_mark[r] == 0:
+                c.flush_mark[r] = 1
+                c.to_flush[int(cs["n_to_flush"])] = r
+                cs["n_to_flush"] += 1
+        self._call("kick")
+
+    def _replace_dup_table(self, dt) -> None:
+        n = int(dt.ready.shape[0])
+        self._use(self.a._replace(dt=dt, to_flush=np.zeros(n, np.int64), flush_mark=np.zeros(n, np.int64),
+                                  jflush=np.zeros(n, np.int64)))
+
+    def batchable(self) -> bool:
+        """Whether the engine may run this rank's packages in batches (run_batch) rather than one by one."""
+        return True
+
+    def sync_pending(self, slot: int) -> None:
+        """Ask for slot's duplication (as an update that found it due would; tests)."""
+        c = self.a
+        cs = c.cs[0]
+        c.to_dup[int(cs["n_to_dup"])] = slot
+        cs["n_to_dup"] += 1
+        c.halt[1] = 1
+
+    # --- growing the buffers (a kernel said NEED_ROOM) ------------------------------------------------------------
+    def _grow(self) -> None:
+        c = self.a
+        cs = c.cs[0]
+        what, size = int(cs["need"]), int(cs["need_size"])
+        cs["need"] = K.N_NONE
+        if what == K.N_SLOTS:
+            self._use(_grow_slots(c, max(2 * len(c.sims), size + len(c.sims))))
+        elif what == K.N_OUTBOX:
+            ob = np.zeros((c.ob.shape[0], max(2 * c.ob.shape[1], c.ob.shape[1] + size)), np.uint8)
+            ob[:, :c.ob.shape[1]] = c.ob
+            self._use(c._replace(ob=ob))
+        elif what == K.N_SROWS:
+            self._use(c._replace(srows=np.zeros(max(2 * len(c.srows), size), c.srows.dtype)))
+            self._k["kick"](self.core)
+        elif what == K.N_ROWS_IN:
+            n = max(2 * len(c.rows_in), size)
+            rows = np.zeros(n, c.rows_in.dtype)
+            rows[:len(c.rows_in)] = c.rows_in
+            self._use(c._replace(rows_in=rows, jrows=np.zeros(n, c.rows_in.dtype)))
+        elif what == K.N_RX:
+            rx = np.zeros((2 * len(c.rx), c.rx.shape[1]), c.rx.dtype)
+            rx[:len(c.rx)] = c.rx
+            self._use(c._replace(rx=rx))
+        else:
+            raise RuntimeError(f"rank {self.rank}: a kernel asked for room in buffer {what}")
+
+    def _call(self, name: str, *args) -> int:
+        """Call a kernel on the core, growing what it asks for until it has run."""
+        while True:
+            r = self._k[name](self.core, *args)
+            if r == K.NO_ROOT:
+                raise RuntimeError("no room for the root in the transposition table")
+            if self.a.cs[0]["need"] == K.N_NONE:
+                if r == K.NEED_ROOM:
+                    raise RuntimeError(f"rank {self.rank}: {name} wants room it did not name")
+                return r
+            self._grow()
+            if r != K.NEED_ROOM:
+                return r
+
+    # --- the contract (one event at a time) ------------------------------------------------------------------------
+    def _actions(self) -> Actions:
+        """The packages the core queued and the messages it wrote, as the contract's objects (none in batch
+        mode: the engine takes them from the core itself)."""
         out = Actions()
-        t = self.t
-        new_search(t)  # a table kept from an earlier search: its old nodes become replaceable, not lost
-        h = np.uint64(game.hash(self.g, self.root))  # numba hands uint64 back as a Python int
-        slot, _ = lookup(t, h, True)
-        if slot == 0:
-            raise RuntimeError("no room for the root in the transposition table")
-        self.root_slot = slot
-        self.root_hash = h
-        if self.M > 1 and self.params.share_root:
-            # The root is shared by all ranks from the start (4.2.4): same zeroed statistics, same children.
-            t.visits[slot] = 0
-            t.value[slot] = 0.0
-            t.child_visits[slot, :] = 0
-            t.child_value[slot, :] = 0.0
-            t.amaf_visits[slot, :] = 0
-            t.amaf_value[slot, :] = 0.0
-            t.vloss[slot, :] = 0
-            if t.n_children[slot] < 0 and not game.is_terminal(self.g, self.root):
-                t.n_children[slot] = -1
-                expand(t, self.g, self.root.copy(), slot, np.empty(self.n_actions, np.int64))
-            share_root(t, self.dt, slot, h)
-        self._fill(out)
+        if self.batch:
+            return out
+        c = self.a
+        if len(self._qbuf) < len(c.q):
+            self._qbuf = np.zeros(len(c.q), np.int64)
+            self._qfront = np.zeros(len(c.q), np.int64)
+        n = int(self._k["take_queue"](self.core, self._qbuf, self._qfront))
+        if n:
+            sims = c.sims
+            for pkg, front in zip(self._qbuf[:n].tolist(), self._qfront[:n].tolist()):
+                if pkg < 0:
+                    out.pkgs.append(Package(SYNC, -1, pkg))
+                else:
+                    out.pkgs.append(Package(PKG_KINDS[int(sims[pkg]["kind"])], int(sims[pkg]["sim_id"]), pkg,
+                                            bool(front)))
+        for dst, data, _ in self.take_outbox():
+            off = 0
+            while off < len(data):
+                rec = Record(data[off:])
+                size = rec.nbytes
+                rec = Record(data[off:off + size].copy())
+                out.msgs.append(Message(rec.kind, self.rank, dst, rec, rec.sim_id))
+                off += size
         return out
+
+    def start(self) -> Actions:
+        self._call("start", self._buf)
+        c = self.a
+        self.root_slot = int(c.cs[0]["root_slot"])
+        self.root_hash = np.uint64(c.cs[0]["root_hash"])
+        return self._actions()
 
     def on_message(self, msg: Message) -> Actions:
-        out = Actions()
-        kind = msg.kind
-        self.received[kind] += 1
-        if kind == MOVE:
-            sim = self._arrived(msg.payload.steps, msg.sim_id)
-            sim.moved = True
-            self.moves_held += 1
-            self._sim_pkg(out, SELECT, sim)
-        elif kind == UPDATE_MSG:
-            p = msg.payload
-            steps = p.steps if p.steps.flags.writeable else p.steps.copy()  # keeps the kernel's types fixed
-            self._update(out, UpdateJob(steps, p.result, p.amaf, msg.sim_id % self.M == self.rank), msg.sim_id)
-        elif kind == PLAYOUT_FWD:
-            self._playout_or_forward(out, self._arrived(msg.payload.steps, msg.sim_id))
-        elif kind in (SYNC_MSG, DUP):
-            self.rows_in.append(msg.payload.rows)
-            self._kick_sync(out)
-        else:
-            raise ValueError(f"treesplit search rank {self.rank}: unexpected {kind} message")
-        return out
+        data = msg.record()
+        if not data.flags.writeable or not data.flags.c_contiguous:
+            data = data.copy()
+        self._receive(data, len(data), False)
+        return self._actions()
+
+    def _receive(self, buf: np.ndarray, n: int, log: bool, src: int = -1, t_send: float = 0.0) -> None:
+        off = 0
+        while True:
+            r, off = self._k["receive"](self.core, buf, off, n, log, src, t_send)
+            if r == K.OK:
+                return
+            if r < 0:
+                self.refuse(r, n)
+            self._grow()
+
+    def refuse(self, r: int, n: int) -> None:
+        """Raise the error of receive's negative answer r for a batch of n bytes."""
+        if -1 - r < n:
+            raise ValueError(f"search rank {self.rank}: a corrupt batch of {n} B (at byte {-1 - r})")
+        raise ValueError(f"search rank {self.rank}: unexpected {MESSAGE_KINDS[-1 - n - r]} message")
+
+    def _scratch(self) -> K.Scratch:
+        sc = getattr(self._local, "sc", None)
+        if sc is None or (len(sc.log_kind) > 0) != self._log:
+            sc = self._local.sc = K.new_scratch(self.g, self.rave, log_capacity(self) if self._log else 0)
+        return sc
 
     def execute(self, pkg: Package):
-        kind = pkg.kind
-        if kind == SELECT and pkg.payload.fuse and not self.split_parts:
-            return self._execute_fused(pkg)
-        if kind == SELECT:
-            sim = pkg.payload
-            if sim.s is None:
-                sim.s = np.empty_like(self.root)
-                sim.path_pos = np.empty(self.max_depth + 2, np.uint64)
-                self._replay(self.g, self.root, sim.steps, sim.n, sim.s, sim.path_pos)
-            st, n, arg = self._select(self.t, self.dt, self.g, sim.s, self.p, self._rng(sim), sim.steps, sim.n,
-                                      sim.path_pos, self.history, self.rank, self.kernel_ranks, self.local_slots,
-                                      sim.insert)
-            sim.n = n
-            if sim.fuse:
-                if st == ST_EXPAND:
-                    sim.slot = int(arg)
-                    pkg.kind = EXPAND
-                    return CONTINUE
-                if st == ST_PLAYOUT and sim.fuse_playout:
-                    pkg.kind = PLAYOUT
-                    return CONTINUE
-            return st, arg
-        if kind == PLAYOUT:
-            sim = pkg.payload
-            if sim.s is None:
-                sim.s = np.empty_like(self.root)
-                sim.path_pos = np.empty(self.max_depth + 2, np.uint64)
-                self._replay(self.g, self.root, sim.steps, sim.n, sim.s, sim.path_pos)
-            amaf = np.empty(self.n_actions, np.int8)
-            result = self._playout(self.g, sim.s, self._rng(sim), amaf)
-            if sim.may_update:
-                sim.result, sim.amaf = result, amaf
-                pkg.kind = UPDATE
-                return CONTINUE
-            return result, amaf
-        if kind == UPDATE:
-            job = pkg.payload
-            if type(job) is Sim:  # a fused package: this rank's records of the simulation it just played out
-                sim = job
-                n = sim.n
-                amaf = sim.amaf.copy() if self.rave else self.no_amaf  # the UPDATE messages carry the original
-                out_sync = np.empty(n, np.int64)
-                out_dup = np.empty(n, np.int64)
-                ns, nd, missing = self._update_k(self.t, self.dt, self.g, sim.steps, n, self.rank, sim.result,
-                                                 amaf, self.p, self.y, self.kernel_ranks, self.local_slots,
-                                                 out_sync, out_dup)
-                # Started here and never left, so this was its only update: finished. Racy reads of stopped
-                # and to_dup only make a chain one simulation longer or shorter.
-                if sim.chain_left > 0 and ns == 0 and nd == 0 and not self.stopped \
-                        and not self.to_dup:
-                    self._chain_next(pkg, sim, missing)
-                    return CONTINUE
-                return out_sync[:ns], out_dup[:nd], missing
-            n = len(job.steps)
-            amaf = self.no_amaf if job.amaf is None else job.amaf.copy()
-            out_sync = np.empty(n, np.int64)
-            out_dup = np.empty(n, np.int64)
-            ns, nd, missing = self._update_k(self.t, self.dt, self.g, job.steps, n, self.rank, job.result, amaf,
-                                           self.p, self.y, self.kernel_ranks, self.local_slots, out_sync, out_dup)
-            return out_sync[:ns], out_dup[:nd], missing
-        if kind == EXPAND:
-            sim = pkg.payload
-            ok, sim.n = self._expand(self.t, self.g, sim.s, sim.slot, np.empty(self.n_actions, np.int64),
-                                    sim.steps, sim.n, self.rank)
-            if sim.fuse:
-                sim.expands += 1
-                if ok:
-                    sim.insert = True
-                    pkg.kind = SELECT
-                    return CONTINUE
-                if sim.fuse_playout:
-                    pkg.kind = PLAYOUT
-                    return CONTINUE
-            return ok
-        if kind == SYNC:
-            return self._run_sync(pkg.payload)
-        raise ValueError(f"treesplit search rank: no {kind} packages")
-
-    def _execute_fused(self, pkg: Package):
-        """A fused package that starts with a selection, in one kernel call (model.roles.steps.run_fused),
-        chaining included. It hands back what its last part would have (see execute) and leaves the parts
-        it ran in pkg.parts for runtimes that charge per part."""
-        sim = pkg.payload
-        if sim.s is None:
-            sim.s = np.empty_like(self.root)
-            sim.path_pos = np.empty(self.max_depth + 2, np.uint64)
-            self._replay(self.g, self.root, sim.steps, sim.n, sim.s, sim.path_pos)
-        na, k = self.n_actions, self.max_depth + 2
-        parts = np.zeros(4, np.int64)
-        acc = np.zeros(A_LEN, np.int64)
-        amaf = np.empty(na, np.int8)
-        out_sync, out_dup = np.empty(k, np.int64), np.empty(k, np.int64)
-        logs = self._log_buffers() if self.part_log else self._no_log
-        stop, st, arg, n, result, ns, nd, missing = self._fused(
-            self.t, self.dt, self.g, sim.s, self.p, self.y, self._rng(sim), sim.steps, sim.n, sim.path_pos,
-            self.history, self.rank, self.kernel_ranks, self.local_slots, sim.insert, sim.fuse_playout,
-            sim.may_update, amaf, np.empty(na if self.rave else 0, np.int8), np.empty(na, np.int64), out_sync,
-            out_dup, self.root, self.root_pos, sim.chain_left, self.halt, acc, parts, *logs)
-        sim.n = n
-        pkg.parts = parts
-        sim.expands += int(parts[F_EXPAND])
-        done = int(acc[A_DONE])
-        labels = [pkg.sim_id]
-        if done:
-            labels += self._chained(pkg, sim, done, int(acc[A_RECORDS]), int(acc[A_EDGES]), int(acc[A_MISSING]))
-        if self.part_log:
-            m = int(acc[A_LOG])
-            pkg.log = (logs[0][:m], logs[1][:m], logs[2][:m + 1], labels)
-        if stop == F_UPDATE:
-            sim.result, sim.amaf = result, amaf
-            pkg.kind = UPDATE
-            return out_sync[:ns], out_dup[:nd], missing
-        if stop == F_PLAYOUT:
-            pkg.kind = PLAYOUT
-            return result, amaf
-        if stop == F_EXPAND:
-            pkg.kind = EXPAND
-            return False
-        return st, arg
+        sc = self._scratch()
+        self._k["execute"](self.core, pkg.payload, sc)
+        if pkg.payload >= 0:
+            pkg.parts = self.a.parts[pkg.payload].copy()
+            pkg.sim_id = int(self.a.sims[pkg.payload]["sim_id"])
+        if self._log:
+            m = int(sc.log_n[0])
+            sims = sc.log_sim[:m].copy()
+            kinds = sc.log_kind[:m].copy()
+            if pkg.payload < 0:  # the sync job: one part of its own kind, not a PART_KINDS one
+                pkg.parts = None
+            else:
+                pkg.log = (kinds, np.arange(m, dtype=np.int32), sc.log_t[:m + 1].copy() if self._stamps
+                           else np.zeros(m + 1, np.int64), sims.tolist())
+        return None
 
     def on_work_done(self, pkg: Package, result) -> Actions:
-        out = Actions()
-        self.outstanding -= 1
-        kind = pkg.kind
-        if type(pkg.payload) is Sim and pkg.payload.fuse:
-            self._fused_done(out, pkg.payload, kind, result)
-            return out
-        if kind == SELECT:
-            sim = pkg.payload
-            if sim.moved:
-                sim.moved = False
-                self.moves_held -= 1
-            st, arg = result
-            if st == ST_MOVE:
-                self._send(out, MOVE, int(arg), Steps(sim.steps[:sim.n]), sim.sim_id)
-            elif st == ST_PLAYOUT:
-                self._playout_or_forward(out, sim)
-            elif st == ST_EXPAND:
-                sim.slot = int(arg)
-                self._pkg(out, EXPAND, sim.sim_id, sim, front=True)
-            else:  # ST_LOSS: the mover played an illegal or repeating move: a loss for it, no playout
-                amaf = np.full(self.n_actions, -1, np.int8) if self.rave else None  # the tree moves only
-                self._finish_sim(out, sim, -1.0 if arg == 0 else 1.0, amaf)
-        elif kind == PLAYOUT:
-            sim = pkg.payload
-            self.counts["playouts"] += 1
-            res, amaf = result
-            self._finish_sim(out, sim, res, amaf if self.rave else None)
-        elif kind == UPDATE:
-            self.updates_running -= 1
-            self._update_done(out, result, pkg.payload.origin_done)
-        elif kind == EXPAND:
-            sim = pkg.payload
-            self.counts["expands"] += 1
-            if result:
-                sim.insert = True
-                self._sim_pkg(out, SELECT, sim, front=True)
-            else:
-                self._playout_or_forward(out, sim)
-        elif kind == SYNC:
-            self._sync_done(out, pkg.payload, result)
-        return out
+        self._call("done", pkg.payload)
+        return self._actions()
 
     def record_parts(self, on: bool, stamps: bool = False) -> None:
+        """Log every part a package runs (kind, simulation; with stamps the cycle counter after each, which the
+        engine places in time); the simulator charges and records the parts from the log."""
         from model.cycles import counting
 
-        self.part_log = on and stamps and counting()
-        self.split_parts = on and not self.part_log
-
-    def _log_buffers(self):
-        b = getattr(self._logs, "b", None)
-        if b is None:
-            cap = log_capacity(self.chain, self.max_depth)
-            b = self._logs.b = (np.empty(cap, np.int8), np.empty(cap, np.int32), np.empty(cap + 1, np.int64))
-        return b
+        self._log = bool(on)
+        self._stamps = bool(on and stamps and counting())
 
     def stop(self) -> Actions:
-        self.stopped = True
-        self.halt[0] = 1
-        return Actions()
+        self._k["stop"](self.core)
+        return self._actions()
 
     def final_sync(self) -> Actions:
-        out = Actions()
-        self.stopped = True
-        self.halt[0] = 1
-        if self.y[Y_TRACK] != 0.0:
-            self.flush_all = True
-            self._kick_sync(out)
-        self.final_synced = True
-        return out
+        self._call("final_sync")
+        return self._actions()
 
     def idle(self) -> bool:
-        return (self.outstanding == 0 and not self.held_updates and not self.rows_in and not self.to_flush
-                and not self.to_dup and not self.flush_all and not self._may_start())
+        return bool(self._k["idle"](self.core))
 
     def finished(self) -> bool:
-        return self.final_synced and self.idle()
+        return bool(self.a.cs[0]["final_synced"]) and self.idle()
 
-    # --- simulations --------------------------------------------------------------------------------------
-    def _fused_done(self, out: Actions, sim: Sim, kind: str, result) -> None:
-        """A fused package ended; `kind` is its last part's. It stopped because the simulation leaves this
-        rank (MOVE), lost in the tree, awaits the forwarding decision, or was played out (and updated here)."""
-        if sim.moved:
-            sim.moved = False
-            self.moves_held -= 1
-        if sim.chain_left or sim.chain_done:
-            self._chain_settle(sim)
-        if sim.expands:
-            self.counts["expands"] += sim.expands
-            sim.expands = 0
-        counted = sim.may_update
-        if counted:
-            sim.may_update = False
-            self.updates_running -= 1
-        if kind == SELECT:
-            st, arg = result
-            if st == ST_MOVE:
-                self._send(out, MOVE, int(arg), Steps(sim.steps[:sim.n]), sim.sim_id)
-            elif st == ST_PLAYOUT:
-                self._playout_or_forward(out, sim)
-            else:  # ST_LOSS (as in the unfused path)
-                amaf = np.full(self.n_actions, -1, np.int8) if self.rave else None
-                self._finish_sim(out, sim, -1.0 if arg == 0 else 1.0, amaf)
-        elif kind == EXPAND:  # another thread expanded the node first: a leaf, playout not fused
-            self._playout_or_forward(out, sim)
-        elif kind == PLAYOUT:
-            self.counts["playouts"] += 1
-            res, amaf = result
-            self._finish_sim(out, sim, res, amaf if self.rave else None)
-        else:  # UPDATE: played out and this rank's records updated in the package
-            self.counts["playouts"] += 1
-            self._finish_sim(out, sim, sim.result, sim.amaf if self.rave else None, local=result)
-            sim.amaf = None
-        if counted:
-            self._kick_sync(out)
+    # --- the engine's batches --------------------------------------------------------------------------------------
+    def receive_batch(self, buf: np.ndarray, n: int, log: bool, src: int = -1, t_send: float = 0.0) -> None:
+        """Take in the records of buf[:n] (a corrupt buffer is an error, not a crash)."""
+        self._receive(buf, n, log, src, t_send)
 
-    def _update_done(self, out: Actions, result, origin_done: bool) -> None:
-        sync_rows, dup_slots, missing = result
-        if missing:
-            self.counts["update_missing"] += int(missing)
-        self.counts["updates"] += 1
-        if len(sync_rows):
-            self.to_flush.update(sync_rows.tolist())
-        if len(dup_slots):
-            self.to_dup.update(dup_slots.tolist())
-            self.halt[1] = 1
-        if origin_done:
-            self.done += 1
-            self.in_flight -= 1
-            self._fill(out)
-        self._kick_sync(out)
+    def batch_scratch(self, log: bool) -> K.Scratch:
+        """The scratch of the batch runs (with a part log when logging; the core's batch log made once)."""
+        sc = self._batch_sc
+        if sc is None or (len(sc.log_kind) > 0) != log:
+            sc = self._batch_sc = K.new_scratch(self.g, self.rave, log_capacity(self) if log else 0)
+        if log and len(self.a.log_kind) == 0:
+            self._use(self.a._replace(log_kind=np.zeros(LOG_PARTS, np.int8), log_sim=np.zeros(LOG_PARTS, np.int64),
+                                      log_t0=np.zeros(LOG_PARTS, np.int64), log_t1=np.zeros(LOG_PARTS, np.int64)))
+        return sc
 
-    def _playout_or_forward(self, out: Actions, sim: Sim) -> None:
-        if (self.M > 1 and self.params.forward_playouts and self.moves_held > self.balance_limit):
-            dst = self.py_rng.randrange(self.M - 1)
-            dst += dst >= self.rank
-            self.counts["playouts_forwarded"] += 1
-            self._send(out, PLAYOUT_FWD, dst, Steps(sim.steps[:sim.n]), sim.sim_id)
-            return
-        self._sim_pkg(out, PLAYOUT, sim, front=True)
+    def run_batch(self, max_cycles: int, log: bool) -> None:
+        """Run queued packages for up to max_cycles cycle-counter ticks (the IO thread's slice)."""
+        self._call("run", self.batch_scratch(log), max_cycles, log)
 
-    def _finish_sim(self, out: Actions, sim: Sim, result: float, amaf, local=None) -> None:
-        """Back up a finished simulation: UPDATE messages to the other ranks it visited, an update package
-        here, or (local) the result of the update a fused package already ran here."""
-        steps = sim.steps[:sim.n]
-        col = steps["rank"].tolist()
-        ranks = set(col)
-        origin = sim.sim_id % self.M
-        self.counts["records_finished"] += sim.n
-        self.counts["edges_finished"] += _edges(steps, sim.n)
-        ranks.add(origin)  # the origin hears the end even if it selected nothing (an unshared root)
-        one = len(ranks) == 1
-        for r in ranks:
-            mine = steps if (self.rave or one) else steps[steps["rank"] == r]
-            if r == self.rank:
-                self.counts["updates_local"] += 1
-                if local is not None:
-                    self._update_done(out, local, origin == self.rank)
-                else:
-                    self._update(out, UpdateJob(mine, result, amaf, origin == self.rank), sim.sim_id)
-            else:
-                self._send(out, UPDATE_MSG, r, Result(result, mine, amaf), sim.sim_id)
+    def grow(self) -> None:
+        """Grow what a kernel said it needs (cs.need), so that it can be called again."""
+        if self.a.cs[0]["need"] != K.N_NONE:
+            self._grow()
 
-    def _update(self, out: Actions, job: UpdateJob, sim_id: int) -> None:
-        pkg = Package(UPDATE, sim_id, job)
-        if self.to_dup or self.dup_running:
-            self.held_updates.append(pkg)
-            return
-        self.outstanding += 1
-        self.updates_running += 1
-        out.pkgs.append(pkg)
+    def queued(self) -> int:
+        return int(self.a.cs[0]["q_len"])
 
-    # --- synchronisation ----------------------------------------------------------------------------------
-    def _kick_sync(self, out: Actions) -> None:
-        if self.sync_running:
-            return
-        dups = list(self.to_dup) if (self.to_dup and self.updates_running == 0) else []
-        if not (self.rows_in or self.to_flush or self.flush_all or dups):
-            return
-        if self.gate_syncs and self.updates_running:
-            self.to_dup.add(-1)  # holds back new updates until the running ones are done; -1 is no slot
-            self.halt[1] = 1
-            return
-        self.to_dup.discard(-1)
-        self.halt[1] = int(bool(self.to_dup))
-        dups = [d for d in dups if d >= 0]
-        job = SyncJob(self.rows_in, dups, list(self.to_flush), self.flush_all)
-        self.rows_in, self.to_flush, self.flush_all = [], set(), False
-        gate = bool(dups) or self.gate_syncs
-        if gate:
-            self.to_dup = set()
-            self.halt[1] = 0
-            self.dup_running = True
-        self.sync_running = True
-        self._pkg(out, SYNC, -1, job)
+    def take_outbox(self):
+        """[(dst, records, count)] written since the last call (views, valid until the next kernel call)."""
+        c = self.a
+        out = []
+        for dst in np.flatnonzero(c.ob_used).tolist():
+            n = int(c.ob_used[dst])
+            out.append((dst, c.ob[dst, :n], int(c.ob_count[dst])))
+            c.ob_used[dst] = 0
+            c.ob_count[dst] = 0
+        return out
 
-    def _run_sync(self, job: SyncJob):
-        t, dt = self.t, self.dt
-        K = t.child_move.shape[1]
-        dropped = 0
-        for rows in job.rows_in:
-            dropped += apply_rows(t, dt, rows, len(rows), self.adopt)
-        dup_rows = None
-        if job.dup_slots:
-            slots = np.asarray(job.dup_slots, np.int64)
-            buf = np.empty(len(slots) * (K + 1), STAT)
-            dup_rows = buf[:write_dup(t, dt, slots, len(slots), buf)]
-        sync_rows = None
-        if job.flush or job.flush_all:
-            rows = np.asarray(job.flush, np.int64)
-            n_rows = int(dt.meta[D_ROWS]) if job.flush_all else len(rows)
-            buf = np.empty(n_rows * (K + 1), STAT)
-            sync_rows = buf[:flush_rows(t, dt, rows, len(rows), job.flush_all, buf)]
-        return dup_rows, sync_rows, dropped
+    def sent_counts(self) -> list[tuple[int, str, int, int]]:
+        """(dst, kind, messages, bytes) sent so far."""
+        c = self.a
+        return [(int(d), MESSAGE_KINDS[int(k)], int(c.sent[d, k]), int(c.sent_bytes[d, k]))
+                for d, k in zip(*np.nonzero(c.sent))]
 
-    def _sync_done(self, out: Actions, job: SyncJob, result) -> None:
-        dup_rows, sync_rows, dropped = result
-        self.counts["sync_rows_dropped"] += int(dropped)
-        if dup_rows is not None and len(dup_rows):
-            self.counts["dups"] += int(np.count_nonzero(dup_rows["idx"] < 0))
-            payload = Stats(dup_rows)
-            for dst in self.sync_peers:
-                self._send(out, self.dup_kind, dst, payload)
-        if sync_rows is not None and len(sync_rows):
-            self.counts["sync_rows"] += len(sync_rows)
-            payload = Stats(sync_rows)
-            for dst in self.sync_peers:
-                self._send(out, self.sync_kind, dst, payload)
-        self.sync_running = False
-        if self.dup_running:
-            self.dup_running = False
-            if not self.to_dup and self.held_updates:
-                held, self.held_updates = self.held_updates, []
-                for pkg in held:
-                    self.outstanding += 1
-                    self.updates_running += 1
-                    out.pkgs.append(pkg)
-        self._kick_sync(out)
+    def take_logs(self, parts: bool = True, rx: bool = True):
+        """(parts run: kind codes, sims, t0, t1 cycle stamps; records received: core.Arrays.rx rows) since the
+        last call, of what is asked for."""
+        c = self.a
+        cs = c.cs[0]
+        p = r = None
+        if parts:
+            n = int(cs["log_n"])
+            p = (c.log_kind[:n].copy(), c.log_sim[:n].copy(), c.log_t0[:n].copy(), c.log_t1[:n].copy())
+            cs["log_n"] = 0
+        if rx:
+            m = int(cs["rx_n"])
+            r = c.rx[:m].copy()
+            cs["rx_n"] = 0
+        return p, r
 
-    # --- reporting ----------------------------------------------------------------------------------------
+    # --- reporting ------------------------------------------------------------------------------------------------
     def holds_root(self) -> bool:
         """Whether this rank's root statistics are the search's (the root is shared, or owned here)."""
         return (self.M == 1 or self.dt.row_of[self.root_slot] >= 0
-                or owner(self.root_hash, self.M, self.local_slots) == self.rank)
+                or owner(self.root_hash, self.M, self.local_slots) == self.lrank)
 
     def root_stats(self) -> dict:
         """The root as this rank sees it: visits, and per child move, visits, value (for the player to move)."""
@@ -734,10 +463,12 @@ class TreesplitSearch(Role):
         return int(t.child_move[s, int(np.argmax(t.child_visits[s, :nc]))])
 
     def stats(self) -> RoleStats:
-        st = RoleStats(sims_started=self.started, sims_done=self.done, playouts=self.counts["playouts"],
-                       nodes_stored=current_nodes(self.t), nodes_duplicated=int(self.dt.meta[D_ROWS]),
-                       queue_len=self.outstanding, moves_held=self.moves_held,
-                       messages_sent=dict(self.sent), messages_received=dict(self.received))
+        cs = self.a.cs[0]
+        st = RoleStats(sims_started=int(cs["started"]), sims_done=int(cs["done"]),
+                       playouts=int(self.a.cnt[K.C_PLAYOUTS]), nodes_stored=current_nodes(self.t),
+                       nodes_duplicated=int(self.dt.meta[D_ROWS]), queue_len=int(cs["outstanding"]),
+                       moves_held=int(cs["moves_held"]), messages_sent=dict(self.sent),
+                       messages_received=dict(self.received))
         st.extra = dict(self.counts)
         st.extra["dup_refused"] = int(self.dt.meta[D_REFUSED])
         st.extra["dup_dropped"] = int(self.dt.meta[D_DROPPED])
@@ -749,3 +480,48 @@ class TreesplitSearch(Role):
             d["root"] = self.root_stats()
             d["best_move"] = self.best_move()
         return d
+
+
+def _mask(*kinds: str) -> int:
+    """The set of message kinds a role takes (a bit per kind code)."""
+    return sum(1 << CODE[k] for k in set(kinds))
+
+
+def log_capacity(role: TreesplitSearch) -> int:
+    """Part-log entries one package may need: a chain of simulations, each at most 1 + e selects for
+    e <= max_depth + 1 expansions, one playout and one update."""
+    return max(1, role.chain) * (2 * role.max_depth + 5) + 1
+
+
+
+def _grow_slots(c: K.Core, P: int) -> K.Core:
+    """The core with P simulation slots (the old ones kept, the queue and the held ring in order)."""
+    old = len(c.sims)
+    cs = c.cs[0]
+
+    def bigger(a):
+        b = np.zeros((P,) + a.shape[1:], a.dtype)
+        b[:old] = a
+        return b
+
+    q = np.zeros(P + 1, np.int64)
+    ql, qh = int(cs["q_len"]), int(cs["q_head"])
+    q[:ql] = [int(c.q[(qh + i) % len(c.q)]) for i in range(ql)]
+    held = np.zeros(P, np.int64)
+    hl, hh = int(cs["h_len"]), int(cs["h_head"])
+    held[:hl] = [int(c.held[(hh + i) % len(c.held)]) for i in range(hl)]
+    nf = int(cs["n_free"])
+    free = np.zeros(P, np.int64)
+    free[:nf] = c.free[:nf]
+    free[nf:nf + P - old] = np.arange(P - 1, old - 1, -1)
+    cs["n_free"] = nf + P - old
+    cs["q_head"] = 0
+    cs["h_head"] = 0
+    D = c.steps.shape[1]
+    to_dup = np.zeros(P * D + 1, np.int64)
+    to_dup[:len(c.to_dup)] = c.to_dup
+    return c._replace(sims=bigger(c.sims), steps=bigger(c.steps), pos=bigger(c.pos), path_pos=bigger(c.path_pos),
+                      amaf=bigger(c.amaf), rngs=bigger(c.rngs), osync=bigger(c.osync), odup=bigger(c.odup),
+                      parts=bigger(c.parts), free=free, q=q, held=held, to_dup=to_dup,
+                      jdup=np.zeros(P * D + 1, np.int64))
+

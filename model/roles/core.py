@@ -1,0 +1,1161 @@
+"""A UCT-Treesplit search rank as numba kernels over arrays: the role's whole state machine, compiled.
+
+The search rank of seed 000's Distributed-Tree-Parallelization (Schaefers 2014, 4.2) handles a simulation
+a few microseconds at a time: a MOVE arrives, one select step runs, an UPDATE leaves. In Python each of those
+events cost tens of microseconds of interpreter; here they cost about what the tree work costs. Everything a
+search rank knows lives in the arrays of one `Arrays` record: scalar state in one record (`cs`, fields CST),
+counters, a pool of simulation slots (a simulation while it is on this rank: its step stack, position,
+random stream), the package queue, the synchronisation job's buffers, and one outbox byte buffer per
+destination rank into which messages are written as records (model/roles/messages.py). The kernels take
+them as one `Core`, a numba StructRef holding the same arrays: a call passes one pointer, where a
+NamedTuple of ~70 arrays cost ~1,000 cycles a call to pass by value.
+
+The transitions are the role contract's (model/roles/__init__.py), each one kernel call:
+
+    start(c)                         the root in the table (shared on every rank), the first simulations
+    receive(c, buf, off, n, ...)     the records of buf[off:n] arrived (MOVE, UPDATE, PLAYOUT_FWD, DUP, SYNC,
+                                     MERGE), each turned into packages (queued) and messages (the outbox)
+    execute(c, pkg, sc)              a package's compute (runs on a worker, concurrently with the others and
+                                     with the transitions; touches only its own slot and the tables)
+    done(c, pkg)                     a package finished: the next packages and messages
+    run(c, sc, max_cycles, log)      the IO thread's turn without workers: take, execute, done until the queue
+                                     is empty or the slice is used (the engine's --threads 1)
+    stop(c) / final_sync(c) / kick(c)
+
+A package is a slot number (a simulation or an update job) or SYNC_PKG (the rank's one synchronisation
+job); its kind is the slot's. Every transition first checks that the buffers it may write have room; where
+one has not it writes nothing, records what it needs in cs.need/cs.need_size and returns NEED_ROOM, and the
+Python host (model/roles/treesplit.py) grows that buffer and calls again.
+
+The logic is Schaefers 2014, 4.2.1-4.2.5, as in the role's docstring (model/roles/treesplit.py); the kernels
+that do the tree work are model/roles/steps.py's and model/roles/dup.py's.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, types
+from numba.experimental import structref
+
+from model import game
+from model.atomics import atomic_add, atomic_load, atomic_store
+from model.cycles import cycles
+from model.ownership import owner
+from model.rng import randint
+from model.roles.dup import apply_rows, flush_rows, share_root, write_dup
+from model.roles.messages import (F_FRAMES, HEAD, K_DUP, K_FWD, K_MERGE, K_MOVE, K_SYNC, K_UPDATE, NODE_ROW, STAT, STEP,
+                                  body_amaf, body_rows, body_steps, head, record_size, write_head)
+from model.roles.steps import (ST_EXPAND, ST_LOSS, ST_MOVE, ST_PLAYOUT, expand_node, playout, replay, select_steps,
+                               update_steps)
+from model.tt import M_SEARCH, UNEXPANDED, lookup
+from model.uct import P_RAVE, expand
+
+# package kinds: model.roles.base.PART_KINDS order, then the synchronisation job
+PK_SELECT, PK_EXPAND, PK_PLAYOUT, PK_UPDATE, PK_SYNC = 0, 1, 2, 3, 4
+SYNC_PKG = -1  # the package id of the sync job
+# slot roles
+R_FREE, R_SIM, R_UJOB = 0, 1, 2
+# where a fused package stopped (the kind of its last part)
+F_SELECT, F_EXPAND, F_PLAYOUT, F_UPDATE = 0, 1, 2, 3
+# the most rows a DUP/SYNC record carries (a sync job's rows go in several records when they are more), so a
+# record is at most MAX_RECORD bytes (an UPDATE with a full path of 402 steps and 4,096 AMAF bytes, or a df-UCT
+# job's, is less)
+ROWS_PER_RECORD = 2000
+MAX_RECORD = 1 << 16
+# transition outcomes
+OK, NEED_ROOM, NO_ROOT = 0, 1, 2
+# cs.need: which buffer wants room
+N_NONE, N_SLOTS, N_OUTBOX, N_SROWS, N_ROWS_IN, N_RX = 0, 1, 2, 3, 4, 5
+
+_I = "<i8"
+_FIELDS = [
+    # configuration
+    "rank", "lrank", "M", "kernel_ranks", "local_slots", "G", "group", "world", "quota", "target", "chain",
+    "fuse", "forward", "adopt", "gate_syncs", "dup_kind", "sync_kind", "rave", "shared_rng", "seed",
+    "n_actions", "depth_cap", "share_root", "merge_every", "n_peers", "track", "accept",
+    # state
+    "started", "done", "reserved", "in_flight", "stopped", "final_synced", "outstanding", "moves_held",
+    "updates_running", "sync_running", "dup_running", "flush_all", "gate_wait", "n_to_dup", "n_to_flush",
+    "n_rows_in", "q_head", "q_len", "h_head", "h_len", "n_free", "root_slot", "since_merge", "sync_seq",
+    "job_rows", "job_dup", "job_flush", "job_flush_all", "job_dup_rows", "job_sync_rows", "job_dropped",
+    "need", "need_size", "log_n", "rx_n", "pend",
+]
+CST = np.dtype([(f, _I) for f in _FIELDS] + [("balance_limit", "<f8"), ("root_hash", "<u8"), ("root_pos", "<u8")])
+# a simulation slot (a simulation while it is on this rank, or an update job)
+SIM = np.dtype([("sim_id", _I), ("n", _I), ("role", _I), ("kind", _I), ("front", _I), ("insert", _I),
+                ("moved", _I), ("fuse", _I), ("fuse_playout", _I), ("may_update", _I), ("replayed", _I),
+                ("origin_done", _I), ("has_amaf", _I), ("expands", _I), ("exp_slot", _I), ("chain_left", _I),
+                ("chain_done", _I), ("chain_records", _I), ("chain_edges", _I), ("chain_missing", _I),
+                ("stop", _I), ("st", _I), ("arg", _I), ("ns", _I), ("nd", _I), ("missing", _I),
+                ("result", "<f8")])
+# counters (the role's `counts`)
+COUNTS = ("playouts", "expands", "playouts_forwarded", "update_missing", "updates", "updates_local",
+          "records_finished", "edges_finished", "sync_rows", "sync_rows_dropped", "dups", "merges")
+(C_PLAYOUTS, C_EXPANDS, C_FORWARDED, C_MISSING, C_UPDATES, C_UPDATES_LOCAL, C_RECORDS, C_EDGES, C_SYNC_ROWS,
+ C_DROPPED, C_DUPS, C_MERGES) = range(len(COUNTS))
+
+
+class Arrays(NamedTuple):
+    """Everything a search rank holds. P simulation slots of D = max_depth + 2 steps; W ranks in the job."""
+
+    t: tuple              # model.tt.Table
+    dt: tuple             # model.roles.dup.DupTable
+    g: np.ndarray         # the game's parameters
+    root: np.ndarray      # the root position
+    history: np.ndarray   # uint64[h]      positions of the game so far, sorted (superko)
+    p: np.ndarray         # float64[15]    UCT parameters (model.uct.UctParams.to_array)
+    y: np.ndarray         # float64[6]     synchronisation parameters (model.roles.steps.Y_*)
+    cs: np.ndarray        # CST[1]         scalar state
+    cnt: np.ndarray       # int64[12]      COUNTS
+    sent: np.ndarray      # int64[W, K]    messages sent to each rank, by kind code
+    sent_bytes: np.ndarray  # int64[W, K]  their bytes
+    received: np.ndarray  # int64[K]       messages received, by kind code
+    ids: np.ndarray       # int64[1]       next simulation number (atomic: chaining workers draw from it)
+    halt: np.ndarray      # int64[2]       what chaining packages look at: stopped, a duplication waits
+    glob: np.ndarray      # int64[M]       global rank of each search rank of the group
+    peers: np.ndarray     # int64[n]       where DUP/SYNC rows go (the broadcast partner, or every other rank)
+    seen: np.ndarray      # int64[M]       scratch of the transitions (ranks a simulation visited)
+    rng: np.ndarray       # uint64[1]      the shared random stream (one worker)
+    prng: np.ndarray      # uint64[1]      the role's own choices (where to forward a playout)
+    sims: np.ndarray      # SIM[P]
+    steps: np.ndarray     # STEP[P, D]
+    pos: np.ndarray       # int64[P, L]    a simulation's position here
+    path_pos: np.ndarray  # uint64[P, D]   position hashes along its path
+    amaf: np.ndarray      # int8[P, A]     its playout's AMAF map (A = actions with RAVE, else 0)
+    rngs: np.ndarray      # uint64[P]      its random stream (0: not drawn yet)
+    osync: np.ndarray     # int64[P, D]    an update's rows to synchronise
+    odup: np.ndarray      # int64[P, D]    ... and slots to duplicate
+    parts: np.ndarray     # int64[P, 4]    parts a package ran, by kind
+    free: np.ndarray      # int64[P]       free slots (a stack)
+    q: np.ndarray         # int64[P + 1]   the package queue (a ring; SYNC_PKG for the sync job)
+    held: np.ndarray      # int64[P]       update jobs held back while a DUP snapshot waits (a ring)
+    rows_in: np.ndarray   # STAT[R]        rows heard from other ranks, for the next sync job
+    jrows: np.ndarray     # STAT[R]        ... the running sync job's
+    to_flush: np.ndarray  # int64[Dr]      duplicated rows whose deltas are due
+    flush_mark: np.ndarray  # int64[Dr]    1: already in to_flush
+    jflush: np.ndarray    # int64[Dr]      the running job's
+    to_dup: np.ndarray    # int64[T]       owned slots to duplicate
+    jdup: np.ndarray      # int64[T]       the running job's
+    srows: np.ndarray     # STAT[S]        the running job's output rows (DUP rows, then SYNC rows)
+    ob: np.ndarray        # uint8[W, B]    outbox: records to each rank
+    ob_used: np.ndarray   # int64[W]       bytes ...
+    ob_count: np.ndarray  # int64[W]       ... and records in each
+    rx: np.ndarray        # float64[X, 6]  received records, when logging: kind, bytes, sim_id, source rank, the
+    #                                       sender's t_send (seconds), the cycle counter when it was taken in
+    log_kind: np.ndarray  # int8[L]        parts run by run(), when logging: kind, simulation, and the cycle
+    log_sim: np.ndarray   # int64[L]       counter at its start and end (model/cycles.py)
+    log_t0: np.ndarray    # int64[L]
+    log_t1: np.ndarray    # int64[L]
+
+
+class Scratch(NamedTuple):
+    """A thread's buffers for execute(): the update's copy of the AMAF map, the expansion's, and a part log
+    (log_kind empty: no log)."""
+
+    amaf_up: np.ndarray   # int8[A]
+    buf: np.ndarray       # int64[n_actions]
+    log_kind: np.ndarray  # int8[L]
+    log_sim: np.ndarray   # int64[L]
+    log_t: np.ndarray     # int64[L + 1]
+    log_n: np.ndarray     # int64[1]
+
+
+# --- small helpers ------------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True, inline="always")
+def _need(cs, what, size):
+    cs.need = what
+    cs.need_size = size
+    return NEED_ROOM
+
+
+@njit(cache=True, nogil=True)
+def msg_bound(c):
+    """The most bytes one transition writes to one rank, sync rows aside: an UPDATE with a full path."""
+    cs = c.cs[0]
+    return record_size(cs.depth_cap, False, 0, c.amaf.shape[1])
+
+
+@njit(cache=True, nogil=True)
+def _room(c):
+    """Whether a simulation transition may run: slots for every simulation it may start, outbox room."""
+    cs = c.cs[0]
+    want = cs.target + 4
+    if cs.n_free < want:
+        return _need(cs, N_SLOTS, want)
+    bound = msg_bound(c)
+    for d in range(c.ob.shape[0]):
+        if c.ob.shape[1] - c.ob_used[d] < bound:
+            return _need(cs, N_OUTBOX, bound)
+    return OK
+
+
+@njit(cache=True, nogil=True)
+def _alloc(c):
+    cs = c.cs[0]
+    cs.n_free -= 1
+    slot = c.free[cs.n_free]
+    s = c.sims[slot]
+    s.role = R_SIM
+    s.n = 0
+    s.front = 0
+    s.insert = 1
+    s.moved = 0
+    s.fuse = 0
+    s.fuse_playout = 0
+    s.may_update = 0
+    s.replayed = 0
+    s.origin_done = 0
+    s.has_amaf = 0
+    s.expands = 0
+    s.chain_left = 0
+    s.chain_done = 0
+    s.chain_records = 0
+    s.chain_edges = 0
+    s.chain_missing = 0
+    s.ns = 0
+    s.nd = 0
+    s.missing = 0
+    c.rngs[slot] = 0
+    return slot
+
+
+@njit(cache=True, nogil=True)
+def _release(c, slot):
+    cs = c.cs[0]
+    c.sims[slot].role = R_FREE
+    c.free[cs.n_free] = slot
+    cs.n_free += 1
+
+
+@njit(cache=True, nogil=True)
+def _push(c, pkg, front):
+    cs = c.cs[0]
+    cap = c.q.shape[0]
+    if front:
+        cs.q_head = (cs.q_head - 1) % cap
+        c.q[cs.q_head] = pkg
+    else:
+        c.q[(cs.q_head + cs.q_len) % cap] = pkg
+    cs.q_len += 1
+
+
+@njit(cache=True, nogil=True)
+def pop(c):
+    """The next package of the queue, -2 if none."""
+    cs = c.cs[0]
+    if cs.q_len == 0:
+        return -2
+    pkg = c.q[cs.q_head]
+    cs.q_head = (cs.q_head + 1) % c.q.shape[0]
+    cs.q_len -= 1
+    return pkg
+
+
+@njit(cache=True, nogil=True)
+def pkg_front(c, pkg):
+    return pkg >= 0 and c.sims[pkg].front != 0
+
+
+@njit(cache=True, nogil=True)
+def pkg_kind(c, pkg):
+    return PK_SYNC if pkg < 0 else c.sims[pkg].kind
+
+
+@njit(cache=True, nogil=True)
+def _pkg(c, slot, kind, front):
+    cs = c.cs[0]
+    cs.outstanding += 1
+    s = c.sims[slot]
+    s.kind = kind
+    s.front = 1 if front else 0
+    _push(c, slot, front)
+
+
+@njit(cache=True, nogil=True)
+def _forwarding(c):
+    cs = c.cs[0]
+    return cs.M > 1 and cs.forward != 0 and cs.moves_held > cs.balance_limit
+
+
+@njit(cache=True, nogil=True)
+def _dup_waits(c):
+    cs = c.cs[0]
+    return cs.n_to_dup > 0 or cs.gate_wait != 0
+
+
+@njit(cache=True, nogil=True)
+def _sim_pkg(c, slot, kind, front):
+    """A package of a simulation; fused when the role fuses. A fused package that may update counts as a
+    running update from now on (the DUP snapshot waits for it)."""
+    cs = c.cs[0]
+    if cs.fuse:
+        s = c.sims[slot]
+        s.fuse = 1
+        s.fuse_playout = 1 if (kind == PK_PLAYOUT or not _forwarding(c)) else 0
+        s.may_update = 1 if (s.fuse_playout and not (_dup_waits(c) or cs.dup_running)) else 0
+        if s.may_update:
+            cs.updates_running += 1
+    _pkg(c, slot, kind, front)
+
+
+@njit(cache=True, nogil=True)
+def _origin(c, sim_id):
+    """The group-local search rank that started simulation sim_id (ids are (rank + M k) G + group)."""
+    cs = c.cs[0]
+    return (sim_id // cs.G) % cs.M
+
+
+@njit(cache=True, nogil=True)
+def _label(c, k):
+    cs = c.cs[0]
+    return (cs.lrank + cs.M * k) * cs.G + cs.group
+
+
+# --- the outbox ---------------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _open(c, dst, kind, sim_id, n_steps, result, n_rows, n_amaf, aux, dim):
+    """Start a record to global rank dst; returns its offset in c.ob[dst]. The caller checked the room."""
+    off = c.ob_used[dst]
+    size = write_head(c.ob[dst], off, kind, sim_id, n_steps, False, result, n_rows, n_amaf, aux, dim)
+    c.ob_used[dst] = off + size
+    c.ob_count[dst] += 1
+    c.sent[dst, kind] += 1
+    c.sent_bytes[dst, kind] += size
+    return off
+
+
+@njit(cache=True, nogil=True)
+def _send_steps(c, kind, dst_local, slot):
+    s = c.sims[slot]
+    n = s.n
+    dst = c.glob[dst_local]
+    off = _open(c, dst, kind, s.sim_id, n, 0.0, 0, 0, 0, -1)
+    body_steps(c.ob[dst], off, n)[:] = c.steps[slot, :n]
+
+
+@njit(cache=True, nogil=True)
+def _send_rows(c, kind, dst, rows, n, part):
+    """A sync job's rows (part 0: its DUP snapshot, 1: its increments) in records of ROWS_PER_RECORD at most
+    (rows are additive: a node's rows may be split between records); aux numbers them per rank, dim is the
+    first row's index in the part."""
+    cs = c.cs[0]
+    for a in range(0, n, ROWS_PER_RECORD):
+        k = min(ROWS_PER_RECORD, n - a)
+        off = _open(c, dst, kind, -1, 0, 0.0, k, 0, 2 * cs.sync_seq + part, a)
+        body_rows(c.ob[dst], off, 0, False, k)[:] = rows[a:a + k]
+
+
+# --- simulations --------------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _may_start(c):
+    cs = c.cs[0]
+    return cs.stopped == 0 and (cs.quota < 0 or cs.started + cs.reserved < cs.quota)
+
+
+@njit(cache=True, nogil=True)
+def _new_sim(c):
+    cs = c.cs[0]
+    k = atomic_add(c.ids, 0, 1)
+    slot = _alloc(c)
+    s = c.sims[slot]
+    s.sim_id = _label(c, k)
+    cs.started += 1
+    cs.in_flight += 1
+    c.pos[slot, :] = c.root
+    c.path_pos[slot, 0] = cs.root_pos
+    s.replayed = 1
+    if cs.fuse and cs.chain > 1:
+        left = cs.chain - 1
+        if cs.quota >= 0:  # only what the quota has beyond keeping S_par / M in flight
+            spare = cs.quota - cs.started - cs.reserved - max(cs.target - cs.in_flight, 0)
+            left = min(left, spare)
+        s.chain_left = max(left, 0)
+        cs.reserved += s.chain_left
+    _sim_pkg(c, slot, PK_SELECT, False)
+
+
+@njit(cache=True, nogil=True)
+def _fill(c):
+    cs = c.cs[0]
+    while cs.in_flight < cs.target and _may_start(c):
+        _new_sim(c)
+
+
+@njit(cache=True, nogil=True)
+def _arrived(c, buf, off, h):
+    """A simulation that came in a MOVE or PLAYOUT_FWD record."""
+    slot = _alloc(c)
+    s = c.sims[slot]
+    n = np.int64(h.n_steps)
+    s.sim_id = h.sim_id
+    s.n = n
+    c.steps[slot, :n] = body_steps(buf, off, n)
+    return slot
+
+
+@njit(cache=True, nogil=True)
+def _playout_or_forward(c, slot):
+    cs = c.cs[0]
+    if _forwarding(c):
+        dst = randint(c.prng, cs.M - 1)
+        dst += 1 if dst >= cs.lrank else 0
+        c.cnt[C_FORWARDED] += 1
+        _send_steps(c, K_FWD, dst, slot)
+        _release(c, slot)
+        return
+    _sim_pkg(c, slot, PK_PLAYOUT, True)
+
+
+@njit(cache=True, nogil=True)
+def _edges(steps, n):
+    """Tree edges among the records steps[:n]: all but a final leaf record (idx -1)."""
+    return n - (1 if n > 0 and steps[n - 1].idx < 0 else 0)
+
+
+@njit(cache=True, nogil=True)
+def _finish_sim(c, slot, result, local):
+    """Back up a finished simulation: UPDATE records to the other ranks it visited, and here an update job
+    (in the simulation's own slot) or, with local, the update a fused package already ran (its rows are the
+    slot's). The slot is given back or becomes the update job."""
+    cs = c.cs[0]
+    s = c.sims[slot]
+    n = s.n
+    steps = c.steps[slot]
+    origin = _origin(c, s.sim_id)
+    c.cnt[C_RECORDS] += n
+    c.cnt[C_EDGES] += _edges(steps, n)
+    seen = c.seen
+    seen[:] = 0
+    seen[origin] = 1  # the origin hears the end even if it selected nothing (an unshared root)
+    distinct = 1
+    for k in range(n):
+        r = steps[k].rank
+        if seen[r] == 0:
+            seen[r] = 1
+            distinct += 1
+    one = distinct == 1
+    na = c.amaf.shape[1] if (cs.rave and s.has_amaf) else 0
+    for r in range(cs.M):
+        if seen[r] == 0 or r == cs.lrank:
+            continue
+        if cs.rave or one:
+            ns = n
+        else:
+            ns = 0
+            for k in range(n):
+                if steps[k].rank == r:
+                    ns += 1
+        dst = c.glob[r]
+        off = _open(c, dst, K_UPDATE, s.sim_id, ns, result, 0, na, 0, -1)
+        out = body_steps(c.ob[dst], off, ns)
+        if ns == n:
+            out[:] = steps[:n]
+        else:
+            i = 0
+            for k in range(n):
+                if steps[k].rank == r:
+                    out[i] = steps[k]
+                    i += 1
+        if na:
+            body_amaf(c.ob[dst], off, ns, False, 0, na)[:] = c.amaf[slot]
+    mine = seen[cs.lrank] != 0
+    if not mine:
+        _release(c, slot)
+        return
+    c.cnt[C_UPDATES_LOCAL] += 1
+    origin_done = origin == cs.lrank
+    if local:
+        _update_done(c, slot, origin_done)
+        _release(c, slot)
+        return
+    s.role = R_UJOB
+    s.result = result
+    s.origin_done = 1 if origin_done else 0
+    _update(c, slot)
+
+
+@njit(cache=True, nogil=True)
+def _update(c, slot):
+    """An update job for this rank: to the queue, or held back while a DUP snapshot waits."""
+    cs = c.cs[0]
+    c.sims[slot].kind = PK_UPDATE
+    c.sims[slot].front = 0
+    if _dup_waits(c) or cs.dup_running:
+        c.held[(cs.h_head + cs.h_len) % c.held.shape[0]] = slot
+        cs.h_len += 1
+        return
+    cs.outstanding += 1
+    cs.updates_running += 1
+    _push(c, slot, False)
+
+
+@njit(cache=True, nogil=True)
+def _update_done(c, slot, origin_done):
+    cs = c.cs[0]
+    s = c.sims[slot]
+    if s.missing:
+        c.cnt[C_MISSING] += s.missing
+    c.cnt[C_UPDATES] += 1
+    for i in range(s.ns):
+        row = c.osync[slot, i]
+        if c.flush_mark[row] == 0:
+            c.flush_mark[row] = 1
+            c.to_flush[cs.n_to_flush] = row
+            cs.n_to_flush += 1
+    for i in range(s.nd):
+        x = c.odup[slot, i]
+        new = True
+        for j in range(cs.n_to_dup):
+            if c.to_dup[j] == x:
+                new = False
+                break
+        if new and cs.n_to_dup < c.to_dup.shape[0]:
+            c.to_dup[cs.n_to_dup] = x
+            cs.n_to_dup += 1
+        atomic_store(c.halt, 1, 1)
+    if origin_done:
+        cs.done += 1
+        cs.in_flight -= 1
+        _after_done(c, 1)
+        _fill(c)
+    _kick(c)
+
+
+@njit(cache=True, nogil=True)
+def _after_done(c, k):
+    """k more of this rank's simulations completed: root parallelisation's merge period."""
+    cs = c.cs[0]
+    if cs.merge_every <= 0 or cs.M <= 1:
+        return
+    cs.since_merge += k
+    if cs.since_merge >= cs.merge_every:
+        cs.since_merge -= cs.merge_every  # a chaining package may pass it by several
+        c.cnt[C_MERGES] += 1
+        cs.flush_all = 1
+
+
+@njit(cache=True, nogil=True)
+def _chain_settle(c, slot):
+    """Take in what a chaining package finished and give back the simulations it was allowed to start and
+    did not."""
+    cs = c.cs[0]
+    s = c.sims[slot]
+    k = s.chain_done
+    if k:
+        cs.started += k
+        cs.done += k
+        c.cnt[C_PLAYOUTS] += k
+        c.cnt[C_UPDATES] += k
+        c.cnt[C_UPDATES_LOCAL] += k
+        c.cnt[C_RECORDS] += s.chain_records
+        c.cnt[C_EDGES] += s.chain_edges
+        c.cnt[C_MISSING] += s.chain_missing
+        s.chain_done = 0
+        s.chain_records = 0
+        s.chain_edges = 0
+        s.chain_missing = 0
+        _after_done(c, k)
+    cs.reserved -= k + s.chain_left
+    s.chain_left = 0
+
+
+@njit(cache=True, nogil=True)
+def _loss_amaf(c, slot):
+    """A simulation lost in the tree (an illegal or repeating move): no playout; with RAVE its AMAF map
+    holds the tree moves only."""
+    if c.amaf.shape[1]:
+        c.amaf[slot, :] = -1
+        c.sims[slot].has_amaf = 1
+    return -1.0 if c.sims[slot].arg == 0 else 1.0
+
+
+# --- synchronisation ----------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _kick(c):
+    """Start the sync job if there is something to do and none runs (Schaefers 2014, 4.2.2)."""
+    cs = c.cs[0]
+    if cs.sync_running:
+        return
+    has_dups = _dup_waits(c) and cs.updates_running == 0
+    if not (cs.n_rows_in or cs.n_to_flush or cs.flush_all or has_dups):
+        return
+    if cs.gate_syncs and cs.updates_running:
+        cs.gate_wait = 1  # holds back new updates until the running ones are done
+        atomic_store(c.halt, 1, 1)
+        return
+    n_dup = cs.n_to_dup if has_dups else 0
+    K = c.t.child_move.shape[1]
+    rows_used = c.dt.meta[0]
+    n_flush = rows_used + cs.n_rows_in if cs.flush_all else cs.n_to_flush
+    want = (n_dup + n_flush) * (K + 1)
+    if want > c.srows.shape[0]:
+        _need(cs, N_SROWS, want)
+        return
+    cs.gate_wait = 0
+    atomic_store(c.halt, 1, 1 if cs.n_to_dup > 0 else 0)
+    cs.job_rows = cs.n_rows_in
+    c.jrows[:cs.n_rows_in] = c.rows_in[:cs.n_rows_in]
+    cs.n_rows_in = 0
+    cs.job_dup = n_dup
+    c.jdup[:n_dup] = c.to_dup[:n_dup]
+    cs.job_flush = cs.n_to_flush
+    for i in range(cs.n_to_flush):
+        r = c.to_flush[i]
+        c.jflush[i] = r
+        c.flush_mark[r] = 0
+    cs.n_to_flush = 0
+    cs.job_flush_all = cs.flush_all
+    cs.flush_all = 0
+    if n_dup > 0 or cs.gate_syncs:
+        cs.n_to_dup = 0
+        atomic_store(c.halt, 1, 0)
+        cs.dup_running = 1
+    cs.sync_running = 1
+    cs.outstanding += 1
+    _push(c, SYNC_PKG, False)
+
+
+@njit(cache=True, nogil=True)
+def _exec_sync(c):
+    cs = c.cs[0]
+    t, dt = c.t, c.dt
+    dropped = apply_rows(t, dt, c.jrows, cs.job_rows, cs.adopt != 0)
+    nd = 0
+    if cs.job_dup:
+        nd = write_dup(t, dt, c.jdup, cs.job_dup, c.srows)
+    ns = 0
+    if cs.job_flush or cs.job_flush_all:
+        ns = flush_rows(t, dt, c.jflush, cs.job_flush, cs.job_flush_all != 0, c.srows[nd:])
+    cs.job_dup_rows = nd
+    cs.job_sync_rows = ns
+    cs.job_dropped = dropped
+
+
+@njit(cache=True, nogil=True)
+def _sync_done(c):
+    cs = c.cs[0]
+    nd, ns = cs.job_dup_rows, cs.job_sync_rows
+    per = ROWS_PER_RECORD
+    want = (nd + ns) * 32 + ((nd + per - 1) // per + (ns + per - 1) // per) * HEAD
+    for i in range(cs.n_peers):
+        d = c.peers[i]
+        if c.ob.shape[1] - c.ob_used[d] < want + msg_bound(c):
+            return _need(cs, N_OUTBOX, want + msg_bound(c))
+    cs.outstanding -= 1
+    c.cnt[C_DROPPED] += cs.job_dropped
+    if nd or ns:
+        cs.sync_seq += 1
+    if nd:
+        nodes = 0
+        for i in range(nd):
+            if c.srows[i].idx == NODE_ROW:
+                nodes += 1
+        c.cnt[C_DUPS] += nodes
+        for i in range(cs.n_peers):
+            _send_rows(c, cs.dup_kind, c.peers[i], c.srows, nd, 0)
+    if ns:
+        c.cnt[C_SYNC_ROWS] += ns
+        for i in range(cs.n_peers):
+            _send_rows(c, cs.sync_kind, c.peers[i], c.srows[nd:], ns, 1)
+    cs.sync_running = 0
+    if cs.dup_running:
+        cs.dup_running = 0
+        if not _dup_waits(c):
+            while cs.h_len > 0:
+                slot = c.held[cs.h_head]
+                cs.h_head = (cs.h_head + 1) % c.held.shape[0]
+                cs.h_len -= 1
+                cs.outstanding += 1
+                cs.updates_running += 1
+                _push(c, slot, False)
+    _kick(c)
+    return OK
+
+
+# --- the contract -------------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def start(c, buf):
+    """Begin a new search on the rank's table (a kept table's old nodes become replaceable, not lost)."""
+    cs = c.cs[0]
+    r = _room(c)
+    if r != OK:
+        return r
+    t = c.t
+    t.meta[M_SEARCH] += 1
+    h = game.hash(c.g, c.root)
+    slot, _ = lookup(t, h, True)
+    if slot == 0:
+        return NO_ROOT
+    cs.root_slot = slot
+    cs.root_hash = h
+    cs.root_pos = game.position_hash(c.g, c.root)
+    if cs.M > 1 and cs.share_root:
+        # the root is shared by all ranks from the start (Schaefers 2014, 4.2.4): same zeroed statistics,
+        # same children
+        t.visits[slot] = 0
+        t.value[slot] = 0.0
+        t.child_visits[slot, :] = 0
+        t.child_value[slot, :] = 0.0
+        t.amaf_visits[slot, :] = 0
+        t.amaf_value[slot, :] = 0.0
+        t.vloss[slot, :] = 0
+        if t.n_children[slot] < 0 and not game.is_terminal(c.g, c.root):
+            t.n_children[slot] = UNEXPANDED
+            expand(t, c.g, c.root.copy(), slot, buf)
+        share_root(t, c.dt, slot, h)
+    _fill(c)
+    return OK
+
+
+@njit(cache=True, nogil=True)
+def receive(c, buf, off, n, log, src, t_send):
+    """Take in the records of buf[off:n] (a batch from rank src, sent at t_send). Returns (outcome, offset
+    reached): on NEED_ROOM the caller grows what cs.need names and calls again from there; -1 - offset for a
+    record that does not fit the buffer (a corrupt batch); -1 - n - kind for a kind this role does not take."""
+    cs = c.cs[0]
+    while off < n:
+        r = _room(c)
+        if r != OK:
+            return r, off
+        if log and cs.rx_n >= c.rx.shape[0]:
+            return _need(cs, N_RX, c.rx.shape[0]), off
+        if n - off < HEAD:
+            return -1 - off, off
+        h = head(buf, off)
+        kind = np.int64(h.kind)
+        size = np.int64(h.size)
+        if (size < HEAD or off + size > n or record_size(np.int64(h.n_steps), h.flags & F_FRAMES != 0,
+                                                         np.int64(h.n_rows), np.int64(h.n_amaf)) != size):
+            return -1 - off, off
+        if (cs.accept >> kind) & 1 == 0:
+            return -1 - n - kind, off
+        if kind == K_MOVE:
+            slot = _arrived(c, buf, off, h)
+            c.sims[slot].moved = 1
+            cs.moves_held += 1
+            _sim_pkg(c, slot, PK_SELECT, False)
+        elif kind == K_UPDATE:
+            slot = _alloc(c)
+            s = c.sims[slot]
+            n_st = np.int64(h.n_steps)
+            s.sim_id = h.sim_id
+            s.n = n_st
+            s.role = R_UJOB
+            s.result = h.result
+            c.steps[slot, :n_st] = body_steps(buf, off, n_st)
+            na = np.int64(h.n_amaf)
+            if na and c.amaf.shape[1]:
+                c.amaf[slot, :] = body_amaf(buf, off, n_st, False, 0, na)
+                s.has_amaf = 1
+            s.origin_done = 1 if _origin(c, h.sim_id) == cs.lrank else 0
+            _update(c, slot)
+        elif kind == K_FWD:
+            _playout_or_forward(c, _arrived(c, buf, off, h))
+        else:  # DUP, SYNC, MERGE
+            nr = np.int64(h.n_rows)
+            if cs.n_rows_in + nr > c.rows_in.shape[0]:
+                return _need(cs, N_ROWS_IN, cs.n_rows_in + nr), off
+            c.rows_in[cs.n_rows_in:cs.n_rows_in + nr] = body_rows(buf, off, 0, False, nr)
+            cs.n_rows_in += nr
+            _kick(c)
+        c.received[kind] += 1
+        if log:
+            i = cs.rx_n
+            c.rx[i, 0] = kind
+            c.rx[i, 1] = size
+            c.rx[i, 2] = h.sim_id
+            c.rx[i, 3] = src
+            c.rx[i, 4] = t_send
+            c.rx[i, 5] = cycles()
+            cs.rx_n = i + 1
+        off += size
+    return OK, off
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _log(sc, kind, sim_id):
+    i = sc.log_n[0]
+    if i < sc.log_kind.shape[0]:
+        sc.log_kind[i] = kind
+        sc.log_sim[i] = sim_id
+        sc.log_t[i + 1] = cycles()
+        sc.log_n[0] = i + 1
+
+
+@njit(cache=True, nogil=True)
+def _rng(c, slot):
+    cs = c.cs[0]
+    if cs.shared_rng:
+        return c.rng
+    r = c.rngs[slot:slot + 1]
+    if r[0] == 0:
+        # the stream of model.rng.new_rng((seed * 0x9E3779B1 + sim_id * 2654435761 + rank) mod 2**62)
+        x = (np.uint64(cs.seed) * np.uint64(0x9E3779B1) + np.uint64(c.sims[slot].sim_id) * np.uint64(2654435761)
+             + np.uint64(cs.lrank)) & np.uint64((1 << 62) - 1)
+        x = x * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x632BE59BD9B4E019)
+        r[0] = x if x != 0 else np.uint64(0x9E3779B97F4A7C15)
+    return r
+
+
+@njit(cache=True, nogil=True)
+def _run_fused(c, slot, sc, rng, logging):
+    """A fused package from its first part (select or playout) on, while the simulation stays here: select
+    -> expand -> select ... -> playout (if fuse_playout) -> this rank's update (if may_update); and, for a
+    simulation started here that ends in an update with no sync or duplication due, on with the origin's
+    next simulation from the root, up to chain_left times, unless the role raised a flag in halt (stopped,
+    a duplication waits; read between simulations). Each part exactly as its own kernel in steps.py."""
+    cs = c.cs[0]
+    s = c.sims[slot]
+    t, dt, g, p, y = c.t, c.dt, c.g, c.p, c.y
+    pos, path, steps = c.pos[slot], c.path_pos[slot], c.steps[slot]
+    parts = c.parts[slot]
+    rave = c.amaf.shape[1] > 0
+    amaf = c.amaf[slot] if rave else sc.amaf_up
+    me, kr, ls = cs.lrank, cs.kernel_ranks, cs.local_slots
+    n = s.n
+    insert = s.insert != 0
+    first = s.kind
+    while True:
+        if first != PK_PLAYOUT:
+            while True:
+                parts[PK_SELECT] += 1
+                st, n, arg = select_steps(t, dt, g, pos, p, rng, steps, n, path, c.history, me, kr, ls, insert)
+                if logging:
+                    _log(sc, PK_SELECT, s.sim_id)
+                if st == ST_EXPAND:
+                    parts[PK_EXPAND] += 1
+                    ok, n = expand_node(t, g, pos, np.int64(arg), sc.buf, steps, n, me)
+                    s.expands += 1
+                    if logging:
+                        _log(sc, PK_EXPAND, s.sim_id)
+                    if ok:
+                        insert = True
+                        continue
+                    if not s.fuse_playout:
+                        s.n = n
+                        s.stop = F_EXPAND
+                        return
+                elif st != ST_PLAYOUT or not s.fuse_playout:
+                    s.n = n
+                    s.stop = F_SELECT
+                    s.st = st
+                    s.arg = arg
+                    return
+                break
+        first = PK_SELECT
+        parts[PK_PLAYOUT] += 1
+        result = playout(g, pos, rng, amaf)
+        s.has_amaf = 1
+        if logging:
+            _log(sc, PK_PLAYOUT, s.sim_id)
+        s.n = n
+        s.result = result
+        if not s.may_update:
+            s.stop = F_PLAYOUT
+            return
+        parts[PK_UPDATE] += 1
+        if rave:
+            sc.amaf_up[:] = amaf  # the update consumes its copy; the UPDATE records carry the original
+        ns, nd, missing = update_steps(t, dt, g, steps, n, me, result, sc.amaf_up if rave else sc.amaf_up[:0], p,
+                                       y, kr, ls, c.osync[slot], c.odup[slot])
+        if logging:
+            _log(sc, PK_UPDATE, s.sim_id)
+        if (s.chain_left <= 0 or ns != 0 or nd != 0 or atomic_load(c.halt, 0) != 0
+                or atomic_load(c.halt, 1) != 0):
+            s.ns = ns
+            s.nd = nd
+            s.missing = missing
+            s.stop = F_UPDATE
+            return
+        s.chain_left -= 1
+        s.chain_done += 1
+        s.chain_records += n
+        s.chain_edges += _edges(steps, n)
+        s.chain_missing += missing
+        s.sim_id = _label(c, atomic_add(c.ids, 0, 1))
+        pos[:] = c.root
+        n = 0
+        path[0] = cs.root_pos
+        insert = True
+
+
+@njit(cache=True, nogil=True)
+def execute(c, pkg, sc):
+    """Run a package (a worker's part: only the package's slot, the tables and sc are written)."""
+    logging = sc.log_kind.shape[0] > 0
+    if logging:
+        sc.log_n[0] = 0
+        sc.log_t[0] = cycles()
+    if pkg == SYNC_PKG:
+        _exec_sync(c)
+        if logging:
+            _log(sc, PK_SYNC, -1)
+        return
+    s = c.sims[pkg]
+    c.parts[pkg, :] = 0
+    kind = s.kind
+    if s.role == R_UJOB:
+        n = s.n
+        amaf = c.amaf[pkg] if (s.has_amaf and c.amaf.shape[1]) else sc.amaf_up[:0]
+        ns, nd, missing = update_steps(c.t, c.dt, c.g, c.steps[pkg], n, c.cs[0].lrank, s.result, amaf, c.p, c.y,
+                                       c.cs[0].kernel_ranks, c.cs[0].local_slots, c.osync[pkg], c.odup[pkg])
+        s.ns = ns
+        s.nd = nd
+        s.missing = missing
+        c.parts[pkg, PK_UPDATE] = 1
+        if logging:
+            _log(sc, PK_UPDATE, s.sim_id)
+        return
+    if s.replayed == 0:
+        replay(c.g, c.root, c.steps[pkg], s.n, c.pos[pkg], c.path_pos[pkg])
+        s.replayed = 1
+    rng = _rng(c, pkg)
+    if s.fuse:
+        _run_fused(c, pkg, sc, rng, logging)
+        return
+    cs = c.cs[0]
+    if kind == PK_SELECT:
+        c.parts[pkg, PK_SELECT] = 1
+        st, n, arg = select_steps(c.t, c.dt, c.g, c.pos[pkg], c.p, rng, c.steps[pkg], s.n, c.path_pos[pkg],
+                                  c.history, cs.lrank, cs.kernel_ranks, cs.local_slots, s.insert != 0)
+        s.n = n
+        s.st = st
+        s.arg = arg
+    elif kind == PK_EXPAND:
+        c.parts[pkg, PK_EXPAND] = 1
+        ok, n = expand_node(c.t, c.g, c.pos[pkg], s.exp_slot, sc.buf, c.steps[pkg], s.n, cs.lrank)
+        s.n = n
+        s.st = 1 if ok else 0
+    elif kind == PK_PLAYOUT:
+        c.parts[pkg, PK_PLAYOUT] = 1
+        amaf = c.amaf[pkg] if c.amaf.shape[1] else sc.amaf_up
+        s.result = playout(c.g, c.pos[pkg], rng, amaf)
+        s.has_amaf = 1
+    if logging:
+        _log(sc, kind, s.sim_id)
+
+
+@njit(cache=True, nogil=True)
+def _sim_done(c, slot):
+    """on_work_done of a simulation's package (room checked by the caller)."""
+    cs = c.cs[0]
+    s = c.sims[slot]
+    if s.fuse:
+        if s.moved:
+            s.moved = 0
+            cs.moves_held -= 1
+        if s.chain_left or s.chain_done:
+            _chain_settle(c, slot)
+            c.rngs[slot] = 0  # the next simulation of the slot: a stream of its own (workers > 1)
+        if s.expands:
+            c.cnt[C_EXPANDS] += s.expands
+            s.expands = 0
+        counted = s.may_update != 0
+        if counted:
+            s.may_update = 0
+            cs.updates_running -= 1
+        stop = s.stop
+        if stop == F_SELECT:
+            if s.st == ST_MOVE:
+                _send_steps(c, K_MOVE, s.arg, slot)
+                _release(c, slot)
+            elif s.st == ST_PLAYOUT:
+                _playout_or_forward(c, slot)
+            else:  # ST_LOSS (as in the unfused path)
+                _finish_sim(c, slot, _loss_amaf(c, slot), False)
+        elif stop == F_EXPAND:  # another thread expanded the node first: a leaf, playout not fused
+            _playout_or_forward(c, slot)
+        elif stop == F_PLAYOUT:
+            c.cnt[C_PLAYOUTS] += 1
+            _finish_sim(c, slot, s.result, False)
+        else:  # played out and this rank's records updated in the package
+            c.cnt[C_PLAYOUTS] += 1
+            _finish_sim(c, slot, s.result, True)
+        if counted:
+            _kick(c)
+        return
+    kind = s.kind
+    if kind == PK_SELECT:
+        if s.moved:
+            s.moved = 0
+            cs.moves_held -= 1
+        if s.st == ST_MOVE:
+            _send_steps(c, K_MOVE, s.arg, slot)
+            _release(c, slot)
+        elif s.st == ST_PLAYOUT:
+            _playout_or_forward(c, slot)
+        elif s.st == ST_EXPAND:
+            s.exp_slot = s.arg
+            _pkg(c, slot, PK_EXPAND, True)
+        else:  # ST_LOSS: the mover played an illegal or repeating move: a loss for it, no playout
+            _finish_sim(c, slot, _loss_amaf(c, slot), False)
+    elif kind == PK_PLAYOUT:
+        c.cnt[C_PLAYOUTS] += 1
+        _finish_sim(c, slot, s.result, False)
+    elif kind == PK_EXPAND:
+        c.cnt[C_EXPANDS] += 1
+        if s.st:
+            s.insert = 1
+            _sim_pkg(c, slot, PK_SELECT, True)
+        else:
+            _playout_or_forward(c, slot)
+
+
+@njit(cache=True, nogil=True)
+def done(c, pkg):
+    """A package finished (the role's on_work_done). NEED_ROOM: nothing changed, call again after growing."""
+    cs = c.cs[0]
+    if pkg == SYNC_PKG:
+        return _sync_done(c)
+    r = _room(c)
+    if r != OK:
+        return r
+    cs.outstanding -= 1
+    s = c.sims[pkg]
+    if s.role == R_UJOB:
+        cs.updates_running -= 1
+        _update_done(c, pkg, s.origin_done != 0)
+        _release(c, pkg)
+        return OK
+    _sim_done(c, pkg)
+    return OK
+
+
+@njit(cache=True, nogil=True)
+def run(c, sc, max_cycles, logging):
+    """Packages from the queue, each executed and done, until the queue is empty, the slice of max_cycles
+    cycle-counter ticks is used (0: no limit), or a buffer wants room (the engine's IO thread without
+    workers). With logging, every part goes to c.log_* (the trace); a full log ends the call. Returns OK or
+    NEED_ROOM (then grow and call again: a package that ran and could not be done is done first)."""
+    cs = c.cs[0]
+    if cs.pend:
+        r = done(c, cs.pend - 2)
+        if r != OK:
+            return r
+        cs.pend = 0
+    t0 = cycles()
+    while cs.q_len > 0:
+        r = _room(c)
+        if r != OK:
+            return r
+        if logging and cs.log_n + 2 * cs.depth_cap + 8 > c.log_kind.shape[0]:
+            return OK  # the trace takes the log first
+        pkg = pop(c)
+        execute(c, pkg, sc)
+        if logging:
+            i = cs.log_n
+            for k in range(sc.log_n[0]):
+                c.log_kind[i] = sc.log_kind[k]
+                c.log_sim[i] = sc.log_sim[k]
+                c.log_t0[i] = sc.log_t[k]
+                c.log_t1[i] = sc.log_t[k + 1]
+                i += 1
+            cs.log_n = i
+        r = done(c, pkg)
+        if r != OK:
+            cs.pend = pkg + 2
+            return r
+        if cs.need != N_NONE:
+            return NEED_ROOM
+        if max_cycles > 0 and cycles() - t0 > max_cycles:
+            break
+    return OK
+
+
+@njit(cache=True, nogil=True)
+def stop(c):
+    cs = c.cs[0]
+    cs.stopped = 1
+    atomic_store(c.halt, 0, 1)
+
+
+@njit(cache=True, nogil=True)
+def final_sync(c):
+    cs = c.cs[0]
+    cs.stopped = 1
+    atomic_store(c.halt, 0, 1)
+    if cs.track:
+        cs.flush_all = 1
+        _kick(c)
+    cs.final_synced = 1
+    return OK
+
+
+@njit(cache=True, nogil=True)
+def kick(c):
+    _kick(c)
+    return OK
+
+
+@njit(cache=True, nogil=True)
+def idle(c):
+    cs = c.cs[0]
+    return (cs.outstanding == 0 and cs.h_len == 0 and cs.n_rows_in == 0 and cs.n_to_flush == 0
+            and not _dup_waits(c) and cs.flush_all == 0 and not _may_start(c))
+
+
+@njit(cache=True, nogil=True)
+def take_queue(c, out_pkg, out_front):
+    """Empty the queue into out_pkg/out_front (the hosts that hand packages to a runtime); returns the count."""
+    k = 0
+    while c.cs[0].q_len > 0 and k < out_pkg.shape[0]:
+        pkg = pop(c)
+        out_pkg[k] = pkg
+        out_front[k] = 1 if pkg_front(c, pkg) else 0
+        k += 1
+    return k
+
+
+@structref.register
+class CoreType(types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class Core(structref.StructRefProxy):
+    """The kernels' handle on a rank's Arrays (bind() makes one; Python code reads the Arrays)."""
+
+
+structref.define_proxy(Core, CoreType, list(Arrays._fields))
+
+
+def bind(a: Arrays) -> Core:
+    return Core(*a)
+
+
+def new_arrays(t, dt, g, root, history, p, y, *, world: int, M: int, glob, peers, slots: int, depth_cap: int,
+               rave: bool, outbox: int = 1 << 16, rows: int = 4096, sync_rows: int = 4096, rx: int = 4096,
+               log: int = 0) -> Arrays:
+    """A rank's arrays with empty state (the host fills cs's configuration fields)."""
+    na = int(game.n_actions(g))
+    L = int(np.asarray(root).shape[0])
+    P, D = int(slots), int(depth_cap)
+    dr = int(dt.ready.shape[0])
+    cs = np.zeros(1, CST)
+    cs[0]["n_free"] = P
+    sims = np.zeros(P, SIM)
+    return Arrays(
+        t=t, dt=dt, g=g, root=np.asarray(root), history=history, p=p, y=y, cs=cs,
+        cnt=np.zeros(len(COUNTS), np.int64), sent=np.zeros((world, 16), np.int64),
+        sent_bytes=np.zeros((world, 16), np.int64), received=np.zeros(16, np.int64),
+        ids=np.zeros(1, np.int64), halt=np.zeros(2, np.int64), glob=np.asarray(glob, np.int64),
+        peers=np.asarray(peers, np.int64), seen=np.zeros(M, np.int64), rng=np.zeros(1, np.uint64),
+        prng=np.zeros(1, np.uint64), sims=sims, steps=np.zeros((P, D), STEP), pos=np.zeros((P, L), np.int64),
+        path_pos=np.zeros((P, D), np.uint64), amaf=np.zeros((P, na if rave else 0), np.int8),
+        rngs=np.zeros(P, np.uint64), osync=np.zeros((P, D), np.int64), odup=np.zeros((P, D), np.int64),
+        parts=np.zeros((P, 4), np.int64), free=np.arange(P - 1, -1, -1, dtype=np.int64),
+        q=np.zeros(P + 1, np.int64), held=np.zeros(P, np.int64), rows_in=np.zeros(rows, STAT),
+        jrows=np.zeros(rows, STAT), to_flush=np.zeros(dr, np.int64), flush_mark=np.zeros(dr, np.int64),
+        jflush=np.zeros(dr, np.int64), to_dup=np.zeros(P * D + 1, np.int64), jdup=np.zeros(P * D + 1, np.int64),
+        srows=np.zeros(sync_rows, STAT), ob=np.zeros((world, outbox), np.uint8), ob_used=np.zeros(world, np.int64),
+        ob_count=np.zeros(world, np.int64),
+        rx=np.zeros((rx, 6), np.float64), log_kind=np.zeros(log, np.int8), log_sim=np.zeros(log, np.int64),
+        log_t0=np.zeros(log, np.int64), log_t1=np.zeros(log, np.int64))
+
+
+def new_scratch(g, rave: bool, log: int = 0) -> Scratch:
+    na = int(game.n_actions(g))
+    return Scratch(amaf_up=np.zeros(na, np.int8), buf=np.zeros(na, np.int64), log_kind=np.zeros(log, np.int8),
+                   log_sim=np.zeros(log, np.int64), log_t=np.zeros(log + 1, np.int64), log_n=np.zeros(1, np.int64))
