@@ -12,19 +12,32 @@ from engine.mpi import wire
 
 
 def test_batch_round_trip():
-    b = wire.Batch()
-    items = [(b"", -1, 0.0), (b"abc", 7, 1.5), (bytes(range(256)) * 3, 1 << 40, 2.25)]
-    for payload, sim, t in items:
-        b.add(payload, sim, t)
-    assert b.count == 3 and b.size == len(b.encode())
-    assert wire.decode(b.encode()) == [(sim, t, payload) for payload, sim, t in items]
+    """A batch carries records of any kind to one rank, and opaque payloads of hosts with their own bytes;
+    a truncated or miscounted batch is an error, not garbage."""
+    import numpy as np
+
+    from model.roles.messages import STEP, Message, Steps
+
+    steps = np.zeros(3, STEP)
+    steps["hash"] = [5, 6, 7]
+    recs = [Message("MOVE", 0, 1, Steps(steps), sim_id=9).record(), wire.opaque("UPDATE", 1 << 40, b"abc"),
+            wire.opaque("SYNC", -1, bytes(range(256)) * 3)]
+    buf = wire.batch(recs, 3, 2.25)
+    assert wire.header(buf) == (3, 2.25)
+    got = wire.split(buf)
+    assert [(k, s) for k, s, _ in got] == [("MOVE", 9), ("UPDATE", 1 << 40), ("SYNC", -1)]
+    assert got[0][2].view(np.uint8).tobytes() == recs[0].tobytes()
+    assert got[1][2] == b"abc" and got[2][2] == bytes(range(256)) * 3
     with pytest.raises(ValueError):
-        wire.decode(b.encode()[:-1])
+        wire.split(buf[:-8])
+    bad = buf.copy()
+    bad[0] = 4  # four records announced, three there
+    with pytest.raises(ValueError):
+        wire.split(bad)
 
 
-def test_every_kind_has_its_own_tag():
-    assert len(set(wire.KIND_TAG.values())) == len(wire.KIND_TAG)
-    assert min(wire.KIND_TAG.values()) >= wire.TAG_BASE
+def test_records_and_control_have_their_own_tags():
+    assert wire.TAG_RECORDS != wire.TAG_CONTROL and min(wire.TAG_RECORDS, wire.TAG_CONTROL) >= wire.TAG_BASE
 
 
 class _Rank:

@@ -167,9 +167,11 @@ def test_a_job_arriving_with_its_report_applies_it_before_selecting():
     acts = role.on_message(Message(MOVE, 0, 1, Steps(path, frames, 7), sim_id=4))
     assert [p.kind for p in acts.pkgs] == [UPDATE] and role.moves_held == 1
     pkg = acts.pkgs[0]
-    assert pkg.payload.job.n == 1 and pkg.payload.job.tickets == 7 and len(pkg.payload.steps) == 1
-    out = role.on_work_done(pkg, 0)
-    assert [p.kind for p in out.pkgs] == [SELECT] and out.pkgs[0].front and out.pkgs[0].payload is pkg.payload.job
+    sims = role.a.sims
+    job = int(sims[pkg.payload]["carry"])  # the update package carries the job on
+    assert sims[job]["n"] == 1 and sims[job]["tickets"] == 7 and sims[pkg.payload]["n"] == 1
+    out = role.on_work_done(pkg, role.execute(pkg))
+    assert [p.kind for p in out.pkgs] == [SELECT] and out.pkgs[0].front and out.pkgs[0].payload == job
     assert role.counts["updates"] == 1 == role.counts["updates_local"]
 
 

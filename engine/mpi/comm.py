@@ -41,8 +41,10 @@ class Endpoint:
         """Queue one logical message; it leaves at the next flush(). payload: a record (uint8 array), or bytes
         (CONTROL's JSON; a host's own bytes, sent in an opaque record)."""
         if kind == CONTROL:
-            buf = np.frombuffer(payload, np.uint8)
-            self._isend(buf, dst, wire.TAG_CONTROL)
+            cell = self.sent[(dst, kind)]
+            cell[0] += 1
+            cell[1] += len(payload)
+            self._isend(wire.control(payload, self.now() if t_send is None else t_send), dst, wire.TAG_CONTROL)
             return
         rec = payload if isinstance(payload, np.ndarray) else wire.opaque(kind, sim_id, payload)
         cell = self.sent[(dst, kind)]

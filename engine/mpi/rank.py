@@ -102,6 +102,7 @@ class RankRuntime:
         self.outstanding = 0  # packages handed out and not yet finished
         self.outbox: deque = deque()  # messages for other ranks: (dst, kind, payload, sim_id, t_send)
         self.heartbeat = time.monotonic()
+        self.native_net = None  # the compiled loop's endpoint (engine/mpi/native.py), when it runs
         self.aborting = False
         self.meta = None
 
@@ -254,7 +255,7 @@ class RankRuntime:
                 last_work = t
                 for src, tag, buf in ep.poll(limit=1):
                     if tag == wire.TAG_CONTROL:
-                        control.on_message(src, buf.tobytes(), t)
+                        self._on_control(src, buf, t)
                     else:  # a batch came in after the CONTROL message was seen: the next turn takes it
                         raise RuntimeError(f"rank {self.rank}: a batch where a CONTROL message was probed")
             elif r == native.T_GROW_CORE:
@@ -308,12 +309,12 @@ class RankRuntime:
                 with self.lock:
                     for src, tag, buf in arrived:
                         if tag == wire.TAG_CONTROL:
-                            control.on_message(src, buf.tobytes(), t_recv)
+                            self._on_control(src, buf, t_recv)
                             continue
                         t_send = wire.header(buf)[1]
                         _st["lat"] = _st.get("lat", 0.0) + (t_recv - t_send)
                         body = buf[wire.BATCH.size:]
-                        host.receive_batch(body, len(body), logging)
+                        host.receive_batch(body, len(body), logging, src, t_send)
                         _st["arrived"] += 1
                         if logging:
                             host.record_received(rec, src, t_send, t_recv)
@@ -384,7 +385,7 @@ class RankRuntime:
                 with lock:
                     for src, tag, buf in arrived:
                         if tag == wire.TAG_CONTROL:
-                            control.on_message(src, buf.tobytes(), t_recv)
+                            self._on_control(src, buf, t_recv)
                             continue
                         t_send = wire.header(buf)[1]
                         for kind, sim_id, payload in wire.split(buf):
@@ -488,13 +489,27 @@ class RankRuntime:
         self._complete(pkg, result)
         return t1
 
+    def _on_control(self, src: int, buf, t_recv: float) -> None:
+        t_send, payload = wire.control_parts(buf)
+        if self.rec.writer is not None and self.rec.active:
+            self.rec.messages.append((t_send, t_recv, src, self.rank, CONTROL, len(payload), -1))
+        self.control.on_message(src, payload, t_recv)
+
     def _send_control(self, dst: int, obj: dict) -> None:
         self.ep.post(dst, CONTROL, ctl.encode(obj))  # rank 0 never sends itself CONTROL messages
 
     def _rank_state(self) -> tuple[bool, int, int, int]:
         """(idle, sent, received, sims done); the caller holds the role lock, so the view is consistent."""
         idle = (self.outstanding == 0 and not self.local and not self.outbox and self.host.quiescent())
-        return idle, self.ep.app_sent, self.ep.app_received, int(self.host.counters().get("sims_done", 0))
+        sent, received = self.ep.app_sent, self.ep.app_received
+        net = self.native_net
+        if net is not None:  # what the compiled loop sent and received itself
+            from engine.mpi import native
+
+            sent += int(net.net[native.N_APP_TX])
+            received += int(net.net[native.N_APP_RX])
+            idle = bool(idle and not net.used.any() and net.net[native.N_PEND_OFF] < 0)
+        return idle, sent, received, int(self.host.counters().get("sims_done", 0))
 
     # --- measurements -----------------------------------------------------------------------------------------
     @property

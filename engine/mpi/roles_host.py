@@ -169,8 +169,8 @@ class RolesHost:
         return self._out(self.role.on_message(self._decode(kind, src, self.rank, sim_id, payload)))
 
     # --- batches (self.batch) ---------------------------------------------------------------------------------
-    def receive_batch(self, records, n: int, log: bool) -> None:
-        self.role.receive_batch(records, n, log)
+    def receive_batch(self, records, n: int, log: bool, src: int, t_send: float) -> None:
+        self.role.receive_batch(records, n, log, src, t_send)
 
     def run_batch(self, max_ticks: int, log: bool) -> None:
         self.role.run_batch(max_ticks, log)

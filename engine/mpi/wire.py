@@ -34,6 +34,20 @@ def opaque(kind: str, sim_id: int, payload: bytes) -> np.ndarray:
     return rec
 
 
+CONTROL_HEAD = struct.Struct("<d")  # a CONTROL message: its send time, then its JSON
+
+
+def control(payload: bytes, t_send: float) -> np.ndarray:
+    return np.frombuffer(CONTROL_HEAD.pack(t_send) + payload, np.uint8)
+
+
+def control_parts(buf: np.ndarray) -> tuple[float, bytes]:
+    """(t_send, JSON payload) of a received CONTROL message."""
+    if len(buf) < CONTROL_HEAD.size:
+        raise ValueError(f"a CONTROL message of {len(buf)} B is shorter than its header")
+    return CONTROL_HEAD.unpack_from(buf, 0)[0], buf[CONTROL_HEAD.size:].tobytes()
+
+
 def batch(records: list[np.ndarray], count: int, t_send: float) -> np.ndarray:
     """One MPI message: the header and the records, contiguous."""
     size = sum(len(r) for r in records)

@@ -36,6 +36,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+import numba
 from numba import njit, types
 from numba.experimental import structref
 
@@ -45,12 +46,13 @@ from model.cycles import cycles
 from model.ownership import owner
 from model.rng import randint
 from model.roles.dup import apply_rows, flush_rows, share_root, write_dup
-from model.roles.messages import (F_FRAMES, HEAD, K_DUP, K_FWD, K_MERGE, K_MOVE, K_SYNC, K_UPDATE, NODE_ROW, STAT, STEP,
+from model.roles.dfuct_kernels import F_POP, F_REPORT, apply_reports, fill_frames, fold_result
+from model.roles.messages import (F_FRAMES, FRAME, HEAD, K_DUP, K_JOB, K_RESULT, body_frames, K_FWD, K_MERGE, K_MOVE, K_SYNC, K_UPDATE, NODE_ROW, STAT, STEP,
                                   body_amaf, body_rows, body_steps, head, record_size, write_head)
-from model.roles.steps import (ST_EXPAND, ST_LOSS, ST_MOVE, ST_PLAYOUT, expand_node, playout, replay, select_steps,
-                               update_steps)
+from model.roles.steps import (ST_EXPAND, ST_LOSS, ST_MOVE, ST_PLAYOUT, add_path_vloss, expand_node, playout, replay,
+                               select_steps, update_steps)
 from model.tt import M_SEARCH, UNEXPANDED, lookup
-from model.uct import P_RAVE, expand
+from model.uct import P_RAVE, P_VLOSS, expand
 
 # package kinds: model.roles.base.PART_KINDS order, then the synchronisation job
 PK_SELECT, PK_EXPAND, PK_PLAYOUT, PK_UPDATE, PK_SYNC = 0, 1, 2, 3, 4
@@ -74,27 +76,35 @@ _FIELDS = [
     # configuration
     "rank", "lrank", "M", "kernel_ranks", "local_slots", "G", "group", "world", "quota", "target", "chain",
     "fuse", "forward", "adopt", "gate_syncs", "dup_kind", "sync_kind", "rave", "shared_rng", "seed",
-    "n_actions", "depth_cap", "share_root", "merge_every", "n_peers", "track", "accept",
+    "n_actions", "depth_cap", "share_root", "merge_every", "n_peers", "track", "accept", "mode", "per_leaf", "slmp", "leaf_ranks",
+    "report_every", "vloss",
     # state
     "started", "done", "reserved", "in_flight", "stopped", "final_synced", "outstanding", "moves_held",
     "updates_running", "sync_running", "dup_running", "flush_all", "gate_wait", "n_to_dup", "n_to_flush",
     "n_rows_in", "q_head", "q_len", "h_head", "h_len", "n_free", "root_slot", "since_merge", "sync_seq",
     "job_rows", "job_dup", "job_flush", "job_flush_all", "job_dup_rows", "job_sync_rows", "job_dropped",
-    "need", "need_size", "log_n", "rx_n", "pend",
+    "need", "need_size", "log_n", "rx_n", "pend", "jobs", "jobs_launched", "root_owner", "rng_draws", "n_waiting",
 ]
-CST = np.dtype([(f, _I) for f in _FIELDS] + [("balance_limit", "<f8"), ("root_hash", "<u8"), ("root_pos", "<u8")])
+CST = np.dtype([(f, _I) for f in _FIELDS] + [("balance_limit", "<f8"), ("switch_margin", "<f8"),
+                                             ("root_hash", "<u8"), ("root_pos", "<u8")])
+# what a rank's core is (cs.mode): a UCT-Treesplit search rank (treesplit, tds, root, hybrid), a leaf-parallel
+# master or playout rank, a df-UCT search rank
+MODE_TREESPLIT, MODE_LEAF_MASTER, MODE_LEAF_WORKER, MODE_DFUCT = 0, 1, 2, 3
 # a simulation slot (a simulation while it is on this rank, or an update job)
 SIM = np.dtype([("sim_id", _I), ("n", _I), ("role", _I), ("kind", _I), ("front", _I), ("insert", _I),
                 ("moved", _I), ("fuse", _I), ("fuse_playout", _I), ("may_update", _I), ("replayed", _I),
                 ("origin_done", _I), ("has_amaf", _I), ("expands", _I), ("exp_slot", _I), ("chain_left", _I),
                 ("chain_done", _I), ("chain_records", _I), ("chain_edges", _I), ("chain_missing", _I),
                 ("stop", _I), ("st", _I), ("arg", _I), ("ns", _I), ("nd", _I), ("missing", _I),
-                ("result", "<f8")])
+                ("playouts", _I), ("waiting", _I), ("tickets", _I), ("carry", _I), ("result", "<f8")])
 # counters (the role's `counts`)
 COUNTS = ("playouts", "expands", "playouts_forwarded", "update_missing", "updates", "updates_local",
-          "records_finished", "edges_finished", "sync_rows", "sync_rows_dropped", "dups", "merges")
+          "records_finished", "edges_finished", "sync_rows", "sync_rows_dropped", "dups", "merges",
+          "playouts_remote", "jobs", "jobs_ended", "partial_reports", "resumes", "resume_depth", "updates_carried",
+          "report_records", "root_reports")
 (C_PLAYOUTS, C_EXPANDS, C_FORWARDED, C_MISSING, C_UPDATES, C_UPDATES_LOCAL, C_RECORDS, C_EDGES, C_SYNC_ROWS,
- C_DROPPED, C_DUPS, C_MERGES) = range(len(COUNTS))
+ C_DROPPED, C_DUPS, C_MERGES, C_REMOTE, C_JOBS, C_JOBS_ENDED, C_PARTIAL, C_RESUMES, C_RESUME_DEPTH, C_CARRIED,
+ C_REPORT_RECORDS, C_ROOT_REPORTS) = range(len(COUNTS))
 
 
 class Arrays(NamedTuple):
@@ -117,10 +127,14 @@ class Arrays(NamedTuple):
     glob: np.ndarray      # int64[M]       global rank of each search rank of the group
     peers: np.ndarray     # int64[n]       where DUP/SYNC rows go (the broadcast partner, or every other rank)
     seen: np.ndarray      # int64[M]       scratch of the transitions (ranks a simulation visited)
+    rsteps: np.ndarray    # STEP[2D]       scratch of the transitions: a df-UCT job's report records ...
+    rframes: np.ndarray   # FRAME[2D]      ... and their frames
+    wjobs: np.ndarray     # int64[M]       leaf master: playout jobs out at each rank
     rng: np.ndarray       # uint64[1]      the shared random stream (one worker)
     prng: np.ndarray      # uint64[1]      the role's own choices (where to forward a playout)
     sims: np.ndarray      # SIM[P]
     steps: np.ndarray     # STEP[P, D]
+    frames: np.ndarray    # FRAME[P, D']   a df-UCT job's frame per step (D' = D for dfuct, else 0)
     pos: np.ndarray       # int64[P, L]    a simulation's position here
     path_pos: np.ndarray  # uint64[P, D]   position hashes along its path
     amaf: np.ndarray      # int8[P, A]     its playout's AMAF map (A = actions with RAVE, else 0)
@@ -174,6 +188,8 @@ def _need(cs, what, size):
 def msg_bound(c):
     """The most bytes one transition writes to one rank, sync rows aside: an UPDATE with a full path."""
     cs = c.cs[0]
+    if c.frames.shape[1]:  # a df-UCT job's path and the reports it carries, each with its frame
+        return record_size(2 * cs.depth_cap, True, 0, 0)
     return record_size(cs.depth_cap, False, 0, c.amaf.shape[1])
 
 
@@ -217,6 +233,10 @@ def _alloc(c):
     s.ns = 0
     s.nd = 0
     s.missing = 0
+    s.playouts = 1
+    s.waiting = 0
+    s.tickets = 0
+    s.carry = -1
     c.rngs[slot] = 0
     return slot
 
@@ -275,7 +295,10 @@ def _pkg(c, slot, kind, front):
 
 @njit(cache=True, nogil=True)
 def _forwarding(c):
+    """Whether a leaf reached here leaves the rank for its playout (4.2.5; a leaf master's playout ranks)."""
     cs = c.cs[0]
+    if cs.mode == MODE_LEAF_MASTER:
+        return cs.leaf_ranks > 0
     return cs.M > 1 and cs.forward != 0 and cs.moves_held > cs.balance_limit
 
 
@@ -317,8 +340,13 @@ def _label(c, k):
 @njit(cache=True, nogil=True)
 def _open(c, dst, kind, sim_id, n_steps, result, n_rows, n_amaf, aux, dim):
     """Start a record to global rank dst; returns its offset in c.ob[dst]. The caller checked the room."""
+    return _open_f(c, dst, kind, sim_id, n_steps, False, result, n_rows, n_amaf, aux, dim)
+
+
+@njit(cache=True, nogil=True)
+def _open_f(c, dst, kind, sim_id, n_steps, frames, result, n_rows, n_amaf, aux, dim):
     off = c.ob_used[dst]
-    size = write_head(c.ob[dst], off, kind, sim_id, n_steps, False, result, n_rows, n_amaf, aux, dim)
+    size = write_head(c.ob[dst], off, kind, sim_id, n_steps, frames, result, n_rows, n_amaf, aux, dim)
     c.ob_used[dst] = off + size
     c.ob_count[dst] += 1
     c.sent[dst, kind] += 1
@@ -351,6 +379,10 @@ def _send_rows(c, kind, dst, rows, n, part):
 @njit(cache=True, nogil=True)
 def _may_start(c):
     cs = c.cs[0]
+    if cs.mode == MODE_DFUCT:
+        return cs.stopped == 0 and cs.jobs_launched == 0
+    if cs.mode == MODE_LEAF_WORKER:
+        return False
     return cs.stopped == 0 and (cs.quota < 0 or cs.started + cs.reserved < cs.quota)
 
 
@@ -361,8 +393,10 @@ def _new_sim(c):
     slot = _alloc(c)
     s = c.sims[slot]
     s.sim_id = _label(c, k)
-    cs.started += 1
-    cs.in_flight += 1
+    if cs.mode == MODE_LEAF_MASTER:  # a leaf reserves one simulation per playout it gets (SLMP: per thread)
+        s.playouts = cs.per_leaf if cs.quota < 0 else min(cs.per_leaf, cs.quota - cs.started)
+    cs.started += s.playouts
+    cs.in_flight += s.playouts
     c.pos[slot, :] = c.root
     c.path_pos[slot, 0] = cs.root_pos
     s.replayed = 1
@@ -379,6 +413,16 @@ def _new_sim(c):
 @njit(cache=True, nogil=True)
 def _fill(c):
     cs = c.cs[0]
+    if cs.mode == MODE_DFUCT:
+        _launch_jobs(c)
+        return
+    if cs.mode == MODE_LEAF_MASTER:
+        while _may_start(c):
+            k = cs.per_leaf if cs.quota < 0 else min(cs.per_leaf, cs.quota - cs.started)
+            if cs.in_flight + k > cs.target:
+                return
+            _new_sim(c)
+        return
     while cs.in_flight < cs.target and _may_start(c):
         _new_sim(c)
 
@@ -398,6 +442,12 @@ def _arrived(c, buf, off, h):
 @njit(cache=True, nogil=True)
 def _playout_or_forward(c, slot):
     cs = c.cs[0]
+    if cs.mode == MODE_LEAF_MASTER and cs.leaf_ranks > 0:
+        _leaf_jobs(c, slot)
+        return
+    if cs.mode == MODE_DFUCT:
+        _dfuct_playout_or_forward(c, slot)
+        return
     if _forwarding(c):
         dst = randint(c.prng, cs.M - 1)
         dst += 1 if dst >= cs.lrank else 0
@@ -421,6 +471,11 @@ def _finish_sim(c, slot, result, local):
     slot's). The slot is given back or becomes the update job."""
     cs = c.cs[0]
     s = c.sims[slot]
+    if cs.mode == MODE_LEAF_MASTER and not local:  # every playout the leaf reserved ends with this result
+        for _ in range(s.playouts):
+            _leaf_update(c, slot, result, c.amaf[slot], s.has_amaf != 0)
+        _release(c, slot)
+        return
     n = s.n
     steps = c.steps[slot]
     origin = _origin(c, s.sim_id)
@@ -571,6 +626,390 @@ def _loss_amaf(c, slot):
     return -1.0 if c.sims[slot].arg == 0 else 1.0
 
 
+# --- leaf parallelisation (Schaefers 2014, 4.1.1): the master's leaves, the playout ranks' jobs ----------------------
+@njit(cache=True, nogil=True)
+def _leaf_jobs(c, slot):
+    """Hand a leaf's playouts to the playout ranks as JOB records (SLMP: one to every playout thread; MLMP:
+    one, to the rank with the fewest jobs out); the leaf waits here for their RESULTs (aux: its slot)."""
+    cs = c.cs[0]
+    s = c.sims[slot]
+    k = s.playouts
+    s.waiting = k
+    cs.n_waiting += 1
+    n = s.n
+    for i in range(k):
+        if cs.slmp:
+            r = 1 + i % cs.leaf_ranks
+        else:
+            r = 1
+            for w in range(2, cs.leaf_ranks + 1):
+                if c.wjobs[w] < c.wjobs[r]:
+                    r = w
+        c.wjobs[r] += 1
+        dst = c.glob[r]
+        off = _open(c, dst, K_JOB, s.sim_id, n, 0.0, 0, 0, slot, -1)
+        body_steps(c.ob[dst], off, n)[:] = c.steps[slot, :n]
+
+
+@njit(cache=True, nogil=True)
+def _leaf_update(c, slot, result, amaf, has_amaf):
+    """One result of a leaf: an update job of its own (a copy of the path) for this rank."""
+    s = c.sims[slot]
+    n = s.n
+    u = _alloc(c)
+    j = c.sims[u]
+    j.sim_id = s.sim_id
+    j.n = n
+    j.role = R_UJOB
+    j.result = result
+    j.origin_done = 1
+    c.steps[u, :n] = c.steps[slot, :n]
+    if has_amaf and c.amaf.shape[1]:
+        c.amaf[u, :] = amaf
+        j.has_amaf = 1
+    c.cnt[C_RECORDS] += n
+    c.cnt[C_EDGES] += _edges(c.steps[slot], n)
+    c.cnt[C_UPDATES_LOCAL] += 1
+    _update(c, u)
+
+
+@njit(cache=True, nogil=True)
+def _leaf_result(c, buf, off, h, src):
+    """A RESULT record from playout rank src for the leaf in slot aux: back it up; the leaf is done with its
+    last result."""
+    slot = np.int64(h.aux)
+    s = c.sims[slot]
+    c.wjobs[src] -= 1
+    na = np.int64(h.n_amaf)
+    c.cnt[C_REMOTE] += 1
+    _leaf_update(c, slot, h.result, body_amaf(buf, off, np.int64(h.n_steps), False, 0, na), na > 0)
+    s.waiting -= 1
+    if s.waiting == 0:
+        c.cs[0].n_waiting -= 1
+        _release(c, slot)
+
+
+@njit(cache=True, nogil=True)
+def _leaf_playout_done(c, slot):
+    """A playout rank's job done: its RESULT (the result and the AMAF map) back to the master's leaf."""
+    cs = c.cs[0]
+    s = c.sims[slot]
+    na = c.amaf.shape[1] if cs.rave else 0
+    off = _open(c, c.glob[0], K_RESULT, s.sim_id, 0, s.result, 0, na, s.arg, -1)
+    if na:
+        body_amaf(c.ob[c.glob[0]], off, 0, False, 0, na)[:] = c.amaf[slot]
+    c.cnt[C_PLAYOUTS] += 1
+    _release(c, slot)
+
+
+# --- df-UCT (Yoshizoe et al. 2011): jobs that stay below a node while its best child stays best ---------------------
+
+@njit(cache=True, nogil=True)
+def _launch_jobs(c):
+    """All of this rank's jobs at once (S_par / M), each with its share of the budget's simulations."""
+    cs = c.cs[0]
+    if not _may_start(c):
+        return
+    cs.jobs_launched = 1
+    n_jobs = cs.target if cs.quota < 0 else min(cs.target, cs.quota)
+    for i in range(n_jobs):
+        slot = _alloc(c)
+        s = c.sims[slot]
+        s.sim_id = _label(c, i)
+        s.tickets = -1 if cs.quota < 0 else cs.quota // n_jobs + (1 if i < cs.quota % n_jobs else 0)
+        c.pos[slot, :] = c.root
+        c.path_pos[slot, 0] = cs.root_pos
+        s.replayed = 1
+        c.cnt[C_JOBS] += 1
+        _pkg(c, slot, PK_SELECT, False)
+
+
+@njit(cache=True, nogil=True)
+def _job_arrived(c, buf, off, h):
+    """A job that came in a MOVE or PLAYOUT_FWD record: its path records (not its reports) and their frames."""
+    slot = _alloc(c)
+    s = c.sims[slot]
+    ns = np.int64(h.n_steps)
+    steps = body_steps(buf, off, ns)
+    frames = body_frames(buf, off, ns)
+    n = 0
+    for k in range(ns):
+        if steps[k].flags & F_REPORT == 0:
+            c.steps[slot, n] = steps[k]
+            c.frames[slot, n] = frames[k]
+            n += 1
+    s.sim_id = h.sim_id
+    s.n = n
+    s.tickets = h.aux
+    return slot
+
+
+@njit(cache=True, nogil=True)
+def _send_job(c, kind, dst_local, slot, extra):
+    """A job's path (and `extra` carried report records from c.rsteps/c.rframes) to a rank."""
+    s = c.sims[slot]
+    n = s.n
+    dst = c.glob[dst_local]
+    off = _open_f(c, dst, kind, s.sim_id, n + extra, True, 0.0, 0, 0, s.tickets, -1)
+    st = body_steps(c.ob[dst], off, n + extra)
+    fr = body_frames(c.ob[dst], off, n + extra)
+    st[:n] = c.steps[slot, :n]
+    fr[:n] = c.frames[slot, :n]
+    if extra:
+        st[n:] = c.rsteps[:extra]
+        fr[n:] = c.rframes[:extra]
+
+
+@njit(cache=True, nogil=True)
+def _continue(c, slot, front):
+    if c.cs[0].stopped:
+        _end_job(c, slot)
+        return
+    _pkg(c, slot, PK_SELECT, front)
+
+
+@njit(cache=True, nogil=True)
+def _dfuct_playout_or_forward(c, slot):
+    cs = c.cs[0]
+    if cs.stopped:
+        _end_job(c, slot)
+    elif cs.M > 1 and cs.forward != 0 and cs.moves_held > cs.balance_limit:
+        dst = randint(c.prng, cs.M - 1)
+        dst += 1 if dst >= cs.lrank else 0
+        c.cnt[C_FORWARDED] += 1
+        _send_job(c, K_FWD, dst, slot, 0)
+        _release(c, slot)
+    else:
+        cs.started += 1
+        _pkg(c, slot, PK_PLAYOUT, True)
+
+
+@njit(cache=True, nogil=True)
+def _apply_here(c, a, b, job):
+    """Report records c.rsteps[a:b] for this rank: an update package, carrying the job (slot, or -1) on."""
+    cs = c.cs[0]
+    c.cnt[C_UPDATES_LOCAL] += 1
+    cs.updates_running += 1
+    u = _alloc(c)
+    j = c.sims[u]
+    n = b - a
+    j.role = R_UJOB
+    j.n = n
+    j.carry = job
+    j.sim_id = c.sims[job].sim_id if job >= 0 else -1
+    c.steps[u, :n] = c.rsteps[a:b]
+    c.frames[u, :n] = c.rframes[a:b]
+    _pkg(c, u, PK_UPDATE, job >= 0)
+
+
+@njit(cache=True, nogil=True)
+def _report(c, m, keep, sim_id, job):
+    """Send the report records c.rsteps[:m] to their ranks: an UPDATE each, or an update package here. The
+    records for rank `keep` are moved to the front of c.rsteps and their count returned (carried by the job
+    to that rank), unless keep is this rank: then they are applied here first, carrying `job` on."""
+    cs = c.cs[0]
+    use_vl = c.p[P_VLOSS] > 0.0
+    k = 0
+    for i in range(m):  # useful records: results to add, or a virtual loss to take off
+        if c.rframes[i].dn > 0 or (use_vl and c.rsteps[i].flags & F_POP != 0):
+            c.rsteps[k] = c.rsteps[i]
+            c.rframes[k] = c.rframes[i]
+            c.cnt[C_RECORDS] += c.rframes[k].dn
+            if c.rsteps[k].idx >= 0:
+                c.cnt[C_EDGES] += c.rframes[k].dn
+            k += 1
+    # group by rank, each rank's records in their order (a stable sort, through the scratch's second half)
+    ranks = np.empty(k, np.int64)
+    for i in range(k):
+        ranks[i] = c.rsteps[i].rank
+    order = np.argsort(ranks, kind="mergesort")
+    h = c.rsteps.shape[0] // 2
+    for i in range(k):
+        c.rsteps[h + i] = c.rsteps[order[i]]
+        c.rframes[h + i] = c.rframes[order[i]]
+    c.rsteps[:k] = c.rsteps[h:h + k]
+    c.rframes[:k] = c.rframes[h:h + k]
+    carried = 0
+    a = 0
+    while a < k:
+        r = np.int64(c.rsteps[a].rank)
+        b = a
+        while b < k and c.rsteps[b].rank == r:
+            b += 1
+        if r == keep and keep != cs.lrank:
+            carried = b - a  # moved to the front below
+        elif r == cs.lrank:
+            _apply_here(c, a, b, job if r == keep else -1)
+            if r == keep:
+                carried = -1
+        else:
+            dst = c.glob[r]
+            off = _open_f(c, dst, K_UPDATE, sim_id, b - a, True, 0.0, 0, 0, 0, -1)
+            body_steps(c.ob[dst], off, b - a)[:] = c.rsteps[a:b]
+            body_frames(c.ob[dst], off, b - a)[:] = c.rframes[a:b]
+        a = b
+    if carried > 0:
+        a = 0
+        while c.rsteps[a].rank != keep:
+            a += 1
+        c.rsteps[:carried] = c.rsteps[a:a + carried].copy()
+        c.rframes[:carried] = c.rframes[a:a + carried].copy()
+    return carried
+
+
+@njit(cache=True, nogil=True)
+def _dfuct_receive(c, buf, off, h, kind):
+    cs = c.cs[0]
+    if kind == K_MOVE:
+        slot = _job_arrived(c, buf, off, h)
+        c.sims[slot].moved = 1
+        cs.moves_held += 1
+        ns = np.int64(h.n_steps)
+        steps = body_steps(buf, off, ns)
+        frames = body_frames(buf, off, ns)
+        m = 0
+        for k in range(ns):  # this rank's part of the job's report: applied before it selects here
+            if steps[k].flags & F_REPORT != 0:
+                c.rsteps[m] = steps[k]
+                c.rframes[m] = frames[k]
+                m += 1
+        if m:
+            c.cnt[C_CARRIED] += 1
+            _apply_here(c, 0, m, slot)
+        else:
+            _continue(c, slot, False)
+    elif kind == K_UPDATE:
+        cs.updates_running += 1
+        u = _alloc(c)
+        j = c.sims[u]
+        ns = np.int64(h.n_steps)
+        j.role = R_UJOB
+        j.n = ns
+        j.sim_id = h.sim_id
+        c.steps[u, :ns] = body_steps(buf, off, ns)
+        c.frames[u, :ns] = body_frames(buf, off, ns)
+        _pkg(c, u, PK_UPDATE, False)
+    else:
+        _dfuct_playout_or_forward(c, _job_arrived(c, buf, off, h))
+
+
+@njit(cache=True, nogil=True)
+def _end_job(c, slot):
+    """Pop every frame: all pending results (and the job's virtual loss) go to their owners."""
+    cs = c.cs[0]
+    s = c.sims[slot]
+    if s.moved:
+        s.moved = 0
+        cs.moves_held -= 1
+    n = s.n
+    for i in range(n):
+        c.rsteps[i] = c.steps[slot, i]
+        c.rframes[i] = c.frames[slot, i]
+        c.rsteps[i].flags = (F_POP if c.rsteps[i].idx >= 0 else 0) | F_REPORT
+    c.cnt[C_JOBS_ENDED] += 1
+    _report(c, n, -1, s.sim_id, -1)
+    _release(c, slot)
+
+
+@njit(cache=True, nogil=True)
+def _dfuct_finish(c, slot, result):
+    """A result for the job: fold it into the frames, report what leaves, select again (or end)."""
+    cs = c.cs[0]
+    s = c.sims[slot]
+    cs.done += 1
+    if s.tickets > 0:
+        s.tickets -= 1
+    n = s.n
+    k = fold_result(c.g, c.p, c.steps[slot], c.frames[slot], n, result, cs.switch_margin)
+    if cs.stopped or s.tickets == 0:
+        _end_job(c, slot)
+        return
+    m = 0
+    if cs.report_every > 0:  # kept frames whose pending results reached report_every report them, unpopped
+        for i in range(k):
+            if c.frames[slot, i].dn >= cs.report_every:
+                c.rsteps[m] = c.steps[slot, i]
+                c.rframes[m] = c.frames[slot, i]
+                c.rsteps[m].flags = F_REPORT
+                c.frames[slot, i].dn = 0
+                c.frames[slot, i].dw = 0.0
+                m += 1
+    c.cnt[C_PARTIAL] += m
+    for i in range(k, n):  # popped frames
+        c.rsteps[m] = c.steps[slot, i]
+        c.rframes[m] = c.frames[slot, i]
+        c.rsteps[m].flags = (F_POP if c.rsteps[m].idx >= 0 else 0) | F_REPORT
+        m += 1
+    c.cnt[C_RESUMES] += 1
+    c.cnt[C_RESUME_DEPTH] += k  # / resumes: how deep jobs stay (TDS: always 0)
+    dst = np.int64(c.steps[slot, k].rank) if k < n else cs.root_owner
+    s.n = k
+    s.replayed = 0  # the position at node k: replayed where selection goes on
+    s.insert = 1
+    carried = _report(c, m, dst, s.sim_id, slot)
+    if dst == cs.lrank:
+        if carried == 0:
+            _continue(c, slot, True)
+        return
+    _send_job(c, K_MOVE, dst, slot, carried)
+    _release(c, slot)
+
+
+@njit(cache=True, nogil=True)
+def _dfuct_done(c, slot):
+    """on_work_done of a df-UCT package (outstanding already taken down)."""
+    cs = c.cs[0]
+    s = c.sims[slot]
+    if s.role == R_UJOB:
+        cs.updates_running -= 1
+        c.cnt[C_UPDATES] += 1
+        if s.missing:
+            c.cnt[C_MISSING] += s.missing
+        c.cnt[C_REPORT_RECORDS] += s.n
+        for i in range(s.n):
+            if c.steps[slot, i].hash == cs.root_hash:
+                c.cnt[C_ROOT_REPORTS] += 1
+        if s.carry >= 0:
+            _continue(c, s.carry, True)
+        _release(c, slot)
+        return
+    kind = s.kind
+    if kind == PK_PLAYOUT:
+        c.cnt[C_PLAYOUTS] += 1
+        _dfuct_finish(c, slot, s.result)
+        return
+    if kind == PK_EXPAND:
+        c.cnt[C_EXPANDS] += 1
+        if s.st:
+            s.insert = 1
+            _pkg(c, slot, PK_SELECT, True)
+        else:
+            _dfuct_playout_or_forward(c, slot)
+        return
+    st = s.st
+    if st != ST_LOSS and (cs.stopped or st == ST_MOVE):
+        if cs.stopped:  # no new simulation: the job flushes and ends here
+            _end_job(c, slot)
+            return
+        if s.moved:
+            s.moved = 0
+            cs.moves_held -= 1
+        _send_job(c, K_MOVE, s.arg, slot, 0)
+        _release(c, slot)
+        return
+    if s.moved:
+        s.moved = 0
+        cs.moves_held -= 1
+    if st == ST_LOSS:  # a tree move that loses at once: a simulation without a playout
+        cs.started += 1
+        _dfuct_finish(c, slot, -1.0 if s.arg == 0 else 1.0)
+    elif st == ST_PLAYOUT:
+        _dfuct_playout_or_forward(c, slot)
+    else:  # ST_EXPAND
+        s.exp_slot = s.arg
+        _pkg(c, slot, PK_EXPAND, True)
+
+
 # --- synchronisation ----------------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
 def _kick(c):
@@ -691,6 +1130,7 @@ def start(c, buf):
     cs.root_slot = slot
     cs.root_hash = h
     cs.root_pos = game.position_hash(c.g, c.root)
+    cs.root_owner = owner(h, cs.M, cs.local_slots) if cs.M > 1 else 0
     if cs.M > 1 and cs.share_root:
         # the root is shared by all ranks from the start (Schaefers 2014, 4.2.4): same zeroed statistics,
         # same children
@@ -731,7 +1171,9 @@ def receive(c, buf, off, n, log, src, t_send):
             return -1 - off, off
         if (cs.accept >> kind) & 1 == 0:
             return -1 - n - kind, off
-        if kind == K_MOVE:
+        if cs.mode == MODE_DFUCT and (kind == K_MOVE or kind == K_UPDATE or kind == K_FWD):
+            _dfuct_receive(c, buf, off, h, kind)
+        elif kind == K_MOVE:
             slot = _arrived(c, buf, off, h)
             c.sims[slot].moved = 1
             cs.moves_held += 1
@@ -753,6 +1195,17 @@ def receive(c, buf, off, n, log, src, t_send):
             _update(c, slot)
         elif kind == K_FWD:
             _playout_or_forward(c, _arrived(c, buf, off, h))
+        elif kind == K_JOB:  # a leaf's playout, for the master
+            slot = _arrived(c, buf, off, h)
+            c.sims[slot].arg = h.aux
+            x = (np.uint64(cs.seed) * np.uint64(0x9E3779B1) + np.uint64(cs.rank) * np.uint64(1000003)
+                 + np.uint64(cs.jobs)) & np.uint64((1 << 62) - 1)
+            x = x * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x632BE59BD9B4E019)
+            c.rngs[slot] = x if x != 0 else np.uint64(0x9E3779B97F4A7C15)
+            cs.jobs += 1
+            _pkg(c, slot, PK_PLAYOUT, False)
+        elif kind == K_RESULT:
+            _leaf_result(c, buf, off, h, src)
         else:  # DUP, SYNC, MERGE
             nr = np.int64(h.n_rows)
             if cs.n_rows_in + nr > c.rows_in.shape[0]:
@@ -896,6 +1349,12 @@ def execute(c, pkg, sc):
     s = c.sims[pkg]
     c.parts[pkg, :] = 0
     kind = s.kind
+    if s.role == R_UJOB and c.cs[0].mode == MODE_DFUCT:
+        s.missing = apply_reports(c.t, c.steps[pkg], c.frames[pkg], s.n, c.p)
+        c.parts[pkg, PK_UPDATE] = 1
+        if logging:
+            _log(sc, PK_UPDATE, s.sim_id)
+        return
     if s.role == R_UJOB:
         n = s.n
         amaf = c.amaf[pkg] if (s.has_amaf and c.amaf.shape[1]) else sc.amaf_up[:0]
@@ -912,10 +1371,15 @@ def execute(c, pkg, sc):
         replay(c.g, c.root, c.steps[pkg], s.n, c.pos[pkg], c.path_pos[pkg])
         s.replayed = 1
     rng = _rng(c, pkg)
+    cs = c.cs[0]
+    n0 = s.n
     if s.fuse:
         _run_fused(c, pkg, sc, rng, logging)
+        if cs.slmp and s.playouts > 1 and c.p[P_VLOSS] > 0 and (
+                (s.stop == F_SELECT and (s.st == ST_PLAYOUT or s.st == ST_LOSS)) or s.stop == F_EXPAND):
+            # the path got one virtual loss per edge; each of the leaf's results takes one away
+            add_path_vloss(c.t, c.steps[pkg], s.n, s.playouts - 1)
         return
-    cs = c.cs[0]
     if kind == PK_SELECT:
         c.parts[pkg, PK_SELECT] = 1
         st, n, arg = select_steps(c.t, c.dt, c.g, c.pos[pkg], c.p, rng, c.steps[pkg], s.n, c.path_pos[pkg],
@@ -933,6 +1397,11 @@ def execute(c, pkg, sc):
         amaf = c.amaf[pkg] if c.amaf.shape[1] else sc.amaf_up
         s.result = playout(c.g, c.pos[pkg], rng, amaf)
         s.has_amaf = 1
+    if cs.mode == MODE_DFUCT and kind != PK_PLAYOUT:
+        fill_frames(c.t, c.p, c.steps[pkg], c.frames[pkg], n0, s.n)
+    elif cs.slmp and s.playouts > 1 and c.p[P_VLOSS] > 0 and (
+            (kind == PK_SELECT and (s.st == ST_PLAYOUT or s.st == ST_LOSS)) or (kind == PK_EXPAND and s.st == 0)):
+        add_path_vloss(c.t, c.steps[pkg], s.n, s.playouts - 1)
     if logging:
         _log(sc, kind, s.sim_id)
 
@@ -1014,6 +1483,12 @@ def done(c, pkg):
         return r
     cs.outstanding -= 1
     s = c.sims[pkg]
+    if cs.mode == MODE_DFUCT:
+        _dfuct_done(c, pkg)
+        return OK
+    if cs.mode == MODE_LEAF_WORKER:
+        _leaf_playout_done(c, pkg)
+        return OK
     if s.role == R_UJOB:
         cs.updates_running -= 1
         _update_done(c, pkg, s.origin_done != 0)
@@ -1093,7 +1568,7 @@ def kick(c):
 def idle(c):
     cs = c.cs[0]
     return (cs.outstanding == 0 and cs.h_len == 0 and cs.n_rows_in == 0 and cs.n_to_flush == 0
-            and not _dup_waits(c) and cs.flush_all == 0 and not _may_start(c))
+            and not _dup_waits(c) and cs.flush_all == 0 and not _may_start(c) and cs.n_waiting == 0)
 
 
 @njit(cache=True, nogil=True)
@@ -1122,12 +1597,15 @@ structref.define_proxy(Core, CoreType, list(Arrays._fields))
 
 
 def bind(a: Arrays) -> Core:
+    if numba.config.DISABLE_JIT:  # the kernels as plain Python (debugging): they read the arrays themselves,
+        # records through attributes as numba reads them
+        return Arrays(*[x.view(np.recarray) if isinstance(x, np.ndarray) and x.dtype.names else x for x in a])
     return Core(*a)
 
 
 def new_arrays(t, dt, g, root, history, p, y, *, world: int, M: int, glob, peers, slots: int, depth_cap: int,
-               rave: bool, outbox: int = 1 << 16, rows: int = 4096, sync_rows: int = 4096, rx: int = 4096,
-               log: int = 0) -> Arrays:
+               rave: bool, frames: bool = False, outbox: int = 1 << 16, rows: int = 4096, sync_rows: int = 4096,
+               rx: int = 4096, log: int = 0) -> Arrays:
     """A rank's arrays with empty state (the host fills cs's configuration fields)."""
     na = int(game.n_actions(g))
     L = int(np.asarray(root).shape[0])
@@ -1141,8 +1619,10 @@ def new_arrays(t, dt, g, root, history, p, y, *, world: int, M: int, glob, peers
         cnt=np.zeros(len(COUNTS), np.int64), sent=np.zeros((world, 16), np.int64),
         sent_bytes=np.zeros((world, 16), np.int64), received=np.zeros(16, np.int64),
         ids=np.zeros(1, np.int64), halt=np.zeros(2, np.int64), glob=np.asarray(glob, np.int64),
-        peers=np.asarray(peers, np.int64), seen=np.zeros(M, np.int64), rng=np.zeros(1, np.uint64),
-        prng=np.zeros(1, np.uint64), sims=sims, steps=np.zeros((P, D), STEP), pos=np.zeros((P, L), np.int64),
+        peers=np.asarray(peers, np.int64), seen=np.zeros(M, np.int64), wjobs=np.zeros(M, np.int64),
+        rsteps=np.zeros(2 * D, STEP), rframes=np.zeros(2 * D if frames else 0, FRAME), rng=np.zeros(1, np.uint64),
+        prng=np.zeros(1, np.uint64), sims=sims, steps=np.zeros((P, D), STEP),
+        frames=np.zeros((P, D if frames else 0), FRAME), pos=np.zeros((P, L), np.int64),
         path_pos=np.zeros((P, D), np.uint64), amaf=np.zeros((P, na if rave else 0), np.int8),
         rngs=np.zeros(P, np.uint64), osync=np.zeros((P, D), np.int64), odup=np.zeros((P, D), np.int64),
         parts=np.zeros((P, 4), np.int64), free=np.arange(P - 1, -1, -1, dtype=np.int64),

@@ -63,7 +63,7 @@ class TreesplitSearch(Role):
 
     def __init__(self, rank: int, layout: Layout, setup: Setup, uct: UctParams | None = None,
                  params: TreesplitParams | None = None, table=None, *, G: int = 1, group: int = 0,
-                 glob=None, lrank: int | None = None, peers=None, world: int | None = None):
+                 glob=None, lrank: int | None = None, peers=None, world: int | None = None, frames: bool = False):
         self.rank, self.layout, self.setup = rank, layout, setup
         self.lrank = rank if lrank is None else lrank
         self.uct = uct or UctParams()
@@ -94,7 +94,7 @@ class TreesplitSearch(Role):
         target = layout.workers * self.params.overload   # S_par / M
         self._use(K.new_arrays(table, dt, self.g, self.root, self.history, self.p, y, world=world, M=self.M, glob=glob,
                             peers=peers, slots=max(16, 4 * target + 8), depth_cap=self.max_depth + 2,
-                                 rave=self.rave))
+                                 rave=self.rave, frames=frames))
         cs = self.a.cs[0]
         for name, v in dict(rank=rank, lrank=self.lrank, M=self.M, kernel_ranks=self.M, local_slots=self.local_slots,
                             G=G, group=group, world=world, quota=-1 if self.quota is None else self.quota,
@@ -310,7 +310,7 @@ class TreesplitSearch(Role):
         data = msg.record()
         if not data.flags.writeable or not data.flags.c_contiguous:
             data = data.copy()
-        self._receive(data, len(data), False)
+        self._receive(data, len(data), False, msg.src)
         return self._actions()
 
     def _receive(self, buf: np.ndarray, n: int, log: bool, src: int = -1, t_send: float = 0.0) -> None:
@@ -520,7 +520,7 @@ def _grow_slots(c: K.Core, P: int) -> K.Core:
     D = c.steps.shape[1]
     to_dup = np.zeros(P * D + 1, np.int64)
     to_dup[:len(c.to_dup)] = c.to_dup
-    return c._replace(sims=bigger(c.sims), steps=bigger(c.steps), pos=bigger(c.pos), path_pos=bigger(c.path_pos),
+    return c._replace(sims=bigger(c.sims), steps=bigger(c.steps), frames=bigger(c.frames), pos=bigger(c.pos), path_pos=bigger(c.path_pos),
                       amaf=bigger(c.amaf), rngs=bigger(c.rngs), osync=bigger(c.osync), odup=bigger(c.odup),
                       parts=bigger(c.parts), free=free, q=q, held=held, to_dup=to_dup,
                       jdup=np.zeros(P * D + 1, np.int64))
