@@ -133,6 +133,7 @@ class SequentialSearcher:
     """UCT on one thread over a transposition table kept between searches."""
 
     name = "sequential"
+    keeps_root_visits = True  # a search of the same position adds to the root's visits (analysis relies on it)
 
     def __init__(self, config: SearchConfig, clock: Callable[[], float] = time.perf_counter):
         config.validate()
@@ -223,6 +224,18 @@ class SequentialSearcher:
             new_nodes=int(counters[uct.C_NEW]), seconds=seconds, root_visits=visits, root_value=root_value,
             children=kids, pv=uct.principal_variation(t, pos.g, pos.s), extensions=extensions,
             counters={name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)})
+
+    def variations(self, pos: Position, actions: list[int], max_len: int = 12) -> dict[int, list[int]]:
+        """Each root action's principal variation in the table (the action, then the most visited line from
+        the position it makes), for analysis: a GUI shows one per candidate move."""
+        out: dict[int, list[int]] = {}
+        if self.table is None:
+            return out
+        for a in actions:
+            s = pos.s.copy()
+            out[a] = [a] + (uct.principal_variation(self.table, pos.g, s, max_len - 1) if game.play(pos.g, s, a)
+                            else [])
+        return out
 
     def close(self) -> None:
         self.table = None

@@ -125,11 +125,11 @@ def measure_sequential(cfg: Config, game: str) -> dict:
 
 def bench_16core() -> pd.DataFrame:
     """The 16-core Xeon's measured points (Go 19x19, random playouts) from the kept benchmark files."""
-    from model.results import RESULTS_DIR
+    from model.results import REFERENCE_DIR
 
     rows = []
     for name in BENCH_16:
-        p = RESULTS_DIR / name
+        p = REFERENCE_DIR / name
         if not p.exists():
             continue
         d = json.loads(p.read_text())
@@ -147,11 +147,11 @@ def bench_16core() -> pd.DataFrame:
 
 def _playout_scale(game: str) -> float:
     """LOA's playout cost relative to Go 9x9's, from the playout benchmarks (1.0 for Go)."""
-    from model.results import RESULTS_DIR
+    from model.results import REFERENCE_DIR
 
     if game == "go":
         return 1.0
-    rate = {g: json.loads((RESULTS_DIR / f).read_text())["playouts_per_cpu_s_median"] for g, f in PLAYOUT_BENCH.items()}
+    rate = {g: json.loads((REFERENCE_DIR / f).read_text())["playouts_per_cpu_s_median"] for g, f in PLAYOUT_BENCH.items()}
     return rate["go"] / rate[game]
 
 

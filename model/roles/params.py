@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from model.algorithms import DEFAULT_BCAST_RATIO, DEFAULT_GROUPS
 from model.config import check, from_dict
 from model.errors import ConfigError
 from model.uct import UctParams
@@ -46,7 +47,7 @@ class TreesplitParams(SearchParams):
     forward_playouts: bool = True
     bcast_delay: float = 0.001    # seconds a broadcast rank holds SYNCs to merge them (0: forward at once)
     peers: int = 12               # L: most broadcast peers per broadcast rank (Table 4.1)
-    bcast_ratio: int = 4          # search ranks per broadcast rank, when not given explicitly
+    bcast_ratio: int = DEFAULT_BCAST_RATIO  # search ranks per broadcast rank, when not given explicitly
     dup_rows: int = 8192          # most duplicated nodes per rank
     share_root: bool = True       # the root is duplicated on all ranks from the start (4.2.4); tds: no
 
@@ -113,7 +114,7 @@ class DfuctParams(SearchParams):
 class HybridParams(TreesplitParams):
     """Groups of UCT-Treesplit ranks joined by root parallelisation (model/roles/hybrid.py)."""
 
-    groups: int = 2               # G: the search ranks (and broadcast ranks) split into G equal groups
+    groups: int = DEFAULT_GROUPS  # G: the search ranks (and broadcast ranks) split into G equal groups
     merge_every: int = 256        # a rank sends its merged-node increments to the other groups this often
     merge_depth: int = 1          # tree levels below the root merged between groups (1: the root's children)
 

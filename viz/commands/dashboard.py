@@ -12,7 +12,13 @@ Start the dashboard (a Bokeh server in this process) and print its URLs. Views: 
 /overview, /load, /traffic, /tree, /teaching. --trace replays a recorded run (engine or simulator) with a
 time slider and play/pause; --compare adds a second trace side by side on shared axes; --live listens for
 the ranks' telemetry on HOST:PORT (UDP) and redraws as it arrives. The trace's own files are served under
-/trace/, and /status answers JSON. Stop with Ctrl-C."""
+/trace/, and /status answers JSON. Stop with Ctrl-C.
+
+examples:
+  treesplit dashboard --trace runs/t1
+  treesplit dashboard --trace runs/t1 --compare runs/sim1 --port 0 --no-browser
+  treesplit dashboard --live 127.0.0.1:7777     # then: treesplit search ... --telemetry 127.0.0.1:7777
+"""
 
 
 def register(sub) -> None:
