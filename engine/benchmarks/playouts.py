@@ -10,8 +10,7 @@ guide to the speed of one free core); writes the figures to results/bench-playou
 examples:
   treesplit bench playouts --board 9
   treesplit bench playouts --board 19 --policy light --json --no-save
-  treesplit bench playouts --game loa        (Lines of Action, start position; --board ignored;
-                                              written to bench-playouts-loa-<policy>.json)
+  treesplit bench playouts --game loa --policy knowledge   # Lines of Action: bench-playouts-loa-knowledge.json
 """
 
 from __future__ import annotations
