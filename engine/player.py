@@ -12,7 +12,7 @@ actually played is found again); new_game and undo start afresh. Budget per move
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
@@ -32,13 +32,14 @@ class PlayerConfig(SearchConfig, TimeConfig):
     sims: int | None = None          # simulations per move (fixed)
     seconds: float | None = None     # seconds per move (fixed)
     ranks: int | None = None         # MPI algorithms
+    threads: int | None = None       # None: the algorithm's default (1; MPI ranks: the fast count for the cores)
     policy: str = "light"            # Go playout policy: random | light
     # the algorithm's own settings that the player does not share (e.g. {"n_dup": 2048} for treesplit,
     # {"s_par": 16} for inflight), applied over the shared ones; an unknown key is a ConfigError
     algo_params: dict = field(default_factory=dict)
 
     def validate(self) -> None:
-        SearchConfig.validate(self)
+        SearchConfig.validate(replace(self, threads=self.threads or 1))
         TimeConfig.validate(self)
         check(self.sims is None or self.sims >= 1, "sims", "must be >= 1")
         check(self.seconds is None or self.seconds > 0, "seconds", "must be > 0")
@@ -58,9 +59,10 @@ class PlayerConfig(SearchConfig, TimeConfig):
         return with_overrides(cfg, self.algo_params) if self.algo_params else cfg
 
     def part(self, cls):
-        """The fields of this config that `cls` (a config dataclass) has, as a `cls`."""
+        """The fields of this config that `cls` (a config dataclass) has, as a `cls`; threads left unset take
+        `cls`'s default."""
         names = {f.name for f in fields(cls)} - {"algo_params"}
-        return cls(**{k: v for k, v in asdict(self).items() if k in names})
+        return cls(**{k: v for k, v in asdict(self).items() if k in names and not (k == "threads" and v is None)})
 
 
 def merge_children(a: list[RootChild], b: list[RootChild]) -> list[RootChild]:

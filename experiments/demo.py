@@ -5,8 +5,8 @@ Steps (each a `treesplit` subcommand in a subprocess, so the demo exercises exac
   2. run UCT-Treesplit on local MPI ranks on 9x9 for a short search, with a trace and live telemetry;
   3. calibrate a machine profile on that trace (plus an MPI ping-pong);
   4. replay the same configuration in the simulator with the calibrated profile (a simulated trace) for as
-     long as the real run lasted, so both cover the same stretch of the search (the tree grows, and a
-     simulation of a deeper tree costs more: a replay of the first 0.2 s ran 47% faster than the 8 s run);
+     long as the real run lasted, so both cover the same stretch of the search: the rate falls as the tree
+     grows (on one calibrated profile, a replay of the first 0.2 s ran 33% faster than one of the whole 8 s);
   5. predict the scaling curve to 128(+32) nodes (oculus profile, the thesis' cluster);
   6. write results/demo/report.html: the real run and its simulated replay side by side with the rate error
      in words (and, above validate's 15%, what made them differ), and the prediction.

@@ -6,7 +6,11 @@ import argparse
 
 from model.results import add_output_flags
 
-EXAMPLES = """
+DESCRIPTION = """\
+Run the real engine (sequential, tree, treesplit/tds/root/leaf on 1-4 ranks) and the simulator with a profile
+calibrated on each run (or --profile), and print predicted vs measured figures with relative errors. Writes
+results/validate[-quick].json and .csv (or --out DIR; --update-reference refreshes experiments/results/).
+
 examples:
   treesplit validate --quick                        # 9x9, ~2 min: results/validate-quick.json and .csv
   treesplit validate --board 19 --seconds 3 --repeats 5
@@ -17,12 +21,7 @@ examples:
 def register(sub) -> None:
     p = sub.add_parser("validate", help="simulator vs real engine on this machine: sims/s, messages, bytes, hops, "
                                         "busy fraction, with relative errors",
-                       description="Run the real engine (sequential, tree, treesplit/tds/root/leaf on 1-4 ranks) "
-                                   "and the simulator with a profile calibrated on each run (or --profile), and "
-                                   "print predicted vs measured figures with relative errors. Writes "
-                                   "results/validate[-quick].json and .csv (or --out DIR; --update-reference "
-                                   "refreshes experiments/results/)." + EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="a small subset (9x9 unless --board is given; ~2 min; the full run ~14 min)")
     p.add_argument("--board", type=int, action="append", default=None, metavar="N",
                    help="board size, may repeat (default: 9 and 19; --quick: 9)")

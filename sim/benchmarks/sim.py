@@ -85,7 +85,7 @@ def main(args) -> int:
     for fid in fids:  # load (or compile) the numba kernels before anything is timed
         measure(fid, 1, 0.002, seed=99)
     say(f"{'algo':10} {'fidelity':12} {'nodes':>9} {'span s':>8} {'events/s':>10} {'wall s/sim s':>13} "
-          f"{'cpu s/sim s':>12} {'build s':>8} {'sims/s':>10}")
+        f"{'cpu s/sim s':>12} {'build s':>8} {'sims/s':>10}")
     for algo in algos:
         for fid in fids:
             if fid == "statistical" and algo not in STAT_ALGOS:
@@ -100,8 +100,8 @@ def main(args) -> int:
                             "bcast_ranks": runs[0]["bcast_ranks"], "span_s": span})
                 out["points"].append(med)
                 say(f"{algo:10} {fid:12} {_where(n, med['bcast_nodes']):>9} {span:>8.4g} "
-                      f"{med['events_per_s']:>10.4g} {med['wall_per_sim_s']:>13.4g} {med['cpu_per_sim_s']:>12.4g} "
-                      f"{med['build_s']:>8.3g} {med['sims_per_s']:>10.4g}", flush=True)
+                    f"{med['events_per_s']:>10.4g} {med['wall_per_sim_s']:>13.4g} {med['cpu_per_sim_s']:>12.4g} "
+                    f"{med['build_s']:>8.3g} {med['sims_per_s']:>10.4g}", flush=True)
     by = {(p["algo"], p["fidelity"], p["nodes"]): p for p in out["points"]}
     big = max(nodes)
     lines = []

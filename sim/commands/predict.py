@@ -54,13 +54,13 @@ def main(args) -> int:
     est = sum(estimate_wall(dataclasses.replace(base, nodes=n), prof) for n in nodes)
     log = (lambda *a, **k: None) if args.quiet else print
     log(f"predicting {base.algo} on {base.profile} at nodes {','.join(map(str, nodes))} ({base.fidelity}, "
-          f"{base.warmup_s + base.seconds:.3g} simulated s each); estimated wall time {format_estimate(est)}",
-          file=sys.stderr, flush=True)
+        f"{base.warmup_s + base.seconds:.3g} simulated s each); estimated wall time {format_estimate(est)}",
+        file=sys.stderr, flush=True)
 
     def point(row):
         if not args.json:
             log(f"  {row['nodes']} nodes: {row['sims_per_s']:.4g} sims/s, busy {row['busy_frac']:.2f} "
-                  f"({row['wall_s']:.1f} s wall)", file=sys.stderr, flush=True)
+                f"({row['wall_s']:.1f} s wall)", file=sys.stderr, flush=True)
 
     rows = sweep(base, nodes, point)
     written = []

@@ -138,16 +138,16 @@ def run(args) -> int:
         write_synthetic_trace(d, spec)
         gen = time.perf_counter() - t
         say(f"synthetic trace: {int(args.packages):,} packages, {int(args.messages):,} messages, "
-              f"{int(args.tree_nodes):,} tree nodes written in {gen:.1f} s")
+            f"{int(args.tree_nodes):,} tree nodes written in {gen:.1f} s")
         opens = [time_open(d) for _ in range(args.repeat)]
         trees = [time_tree(d) for _ in range(args.repeat)]
         med = {k: statistics.median(o[k] for o in opens) for k in opens[0]}
         tmed = {k: statistics.median(o[k] for o in trees) for k in trees[0]}
         say(f"open (median of {args.repeat}): {med['total']:.2f} s  [read {med['read']:.2f}, rundata "
-              f"{med['rundata']:.2f}, views {med['views']:.2f}, serialise {med['serialise']:.2f}]  goal <= 10 s")
+            f"{med['rundata']:.2f}, views {med['views']:.2f}, serialise {med['serialise']:.2f}]  goal <= 10 s")
         say(f"replay slider move, all views redrawn (median): {med['slider_update']:.2f} s")
         say(f"tree view, {int(tmed['nodes']):,} nodes (median of {args.repeat}): {tmed['total']:.2f} s  "
-              f"[build {tmed['build']:.2f}, serialise {tmed['serialise']:.2f}]")
+            f"[build {tmed['build']:.2f}, serialise {tmed['serialise']:.2f}]")
         result = {"packages": int(args.packages), "messages": int(args.messages), "tree_nodes": int(tmed["nodes"]),
                   "ranks": args.ranks, "repeat": args.repeat, "generate_s": gen, "open_s": med,
                   "open_runs": opens, "tree_view_s": tmed, "tree_runs": trees}
@@ -155,7 +155,7 @@ def run(args) -> int:
             rt = browser_tree_render(d, Path(tmp), args.repeat)
             result["tree_browser_render_s"] = {"median": statistics.median(rt), "runs": rt}
             say(f"tree view rendered in Chromium (median of {args.repeat}): {statistics.median(rt):.2f} s  "
-                  f"goal <= 2 s")
+                f"goal <= 2 s")
         if directory is not None:
             result["saved_to"] = str(write_json("bench_viz", result, directory))
             say(f"wrote {result['saved_to']}")
