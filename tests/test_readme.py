@@ -114,9 +114,11 @@ def _check_demo(cwd) -> None:
 
 
 def _check_validate(cwd) -> None:
-    """validate --quick saved its table where it ran (on main it died saving the CSV)."""
+    """validate --quick saved its table where it ran (on main it died saving the CSV); what the table says is
+    test_validate.py's."""
     rows = json.loads((cwd / "results" / "validate-quick.json").read_text())["rows"]
-    assert len(pd.read_csv(cwd / "results" / "validate-quick.csv")) == len(rows) >= 3
+    csv = pd.read_csv(cwd / "results" / "validate-quick.csv")
+    assert len(csv) == len(rows) >= 3 and "speedup_predicted" in csv.columns  # only some rows have it
 
 
 def _check_equal_time(cwd) -> None:

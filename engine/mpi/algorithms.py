@@ -20,9 +20,9 @@ import time
 from typing import Any
 
 from engine import algorithms
-from model import algorithms as model_algorithms
 from engine.mpi.config import DistributedConfig
 from engine.sequential import SearchConfig
+from model import algorithms as model_algorithms
 from model.config import check, parse_overrides
 from model.roles.params import ALGO_DEFAULTS, ALGO_PARAMS, UCT_DEFAULTS, split_params
 from model.uct import UctParams
@@ -108,8 +108,8 @@ def run_search(args) -> int:
 
 
 def layout_hint(dc) -> str | None:
-    """A note when a local run puts more threads on the machine than it has cores and ranks have worker threads:
-    every hop then waits for thread wake-ups (measured on 2 cores: 2 ranks x 2 threads 3x slower than x 1)."""
+    """A note when --threads puts more threads on the machine than it has cores and ranks have worker threads:
+    every hop then waits for thread wake-ups (engine.mpi.config.fast_threads, the default, never does)."""
     from engine.mpi.launch import inside_mpi
 
     cores = os.cpu_count() or 1

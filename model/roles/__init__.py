@@ -105,9 +105,9 @@ def _leaf(rank, layout, setup, uct, own, table) -> Role:
 ROLES = {
     "treesplit": _treesplit,
     "tds": _treesplit,
-    "root": lambda rank, layout, setup, uct, own, table: RootSearch(rank, layout, setup, uct, own, table),
+    "root": RootSearch,
     "leaf": _leaf,
-    "dfuct": lambda rank, layout, setup, uct, own, table: DfuctSearch(rank, layout, setup, uct, own, table),
+    "dfuct": DfuctSearch,
     "hybrid": make_hybrid_role,
 }
 
