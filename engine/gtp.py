@@ -11,9 +11,9 @@ Analysis (the extension Leela Zero introduced and Sabaki, Lizzie and KataGo's GU
 [color] [interval]` (also `kgs-analyze`, and `kata-analyze` with KataGo's numbers) answers `=` and then, every
 interval centiseconds until the next command arrives, one line of candidate moves:
     info move D4 visits 120 winrate 5321 lcb 5102 order 0 pv D4 Q16 D16 info move Q16 visits ...
-(winrate and lcb, its 95% Wilson lower bound, in 1/10000 for the side to move; kata-analyze: fractions). The next command ends it with the
-blank line. handle() answers the `=` line and leaves `analysis` set; the I/O loop then calls
-run_analysis() until a line arrives (engine/commands/gtp.py).
+(winrate and lcb, its 95% Wilson lower bound, in 1/10000 for the side to move; kata-analyze: fractions).
+The next command ends it with the blank line. handle() answers the `=` line and leaves `analysis` set; the
+I/O loop then calls run_analysis() until a line arrives (engine/commands/gtp.py).
 """
 
 from __future__ import annotations

@@ -131,8 +131,9 @@ def replay_note(engine: dict, sim: dict, cores: int, load: float | None) -> tupl
                                                                                  else ""))
     busy_e, busy_s = float(engine.get("busy_frac", 0)), float(sim.get("busy_frac", 0))
     if busy_s > 0 and abs(busy_e - busy_s) > GOAL * busy_s:
-        why.append(f"the engine's workers were busy {busy_e:.0%} of the time, the simulated ones {busy_s:.0%}: "
-                   f"{'time lost waiting (for a core, for messages) that the profile does not charge' if busy_e < busy_s else 'work the profile charges more cheaply than the run paid'}")
+        gap = ("time lost waiting (for a core, for messages) that the profile does not charge" if busy_e < busy_s
+               else "work the profile charges more cheaply than the run paid")
+        why.append(f"the engine's workers were busy {busy_e:.0%} of the time, the simulated ones {busy_s:.0%}: {gap}")
     if not why:
         why.append("neither the CPU share of the ranks nor the workers' busy fraction explains it; "
                    "experiments/SIMULATOR.md says what the simulator leaves out")

@@ -1,9 +1,9 @@
 """Table 5.2 of seed 001, in spirit: a round robin of the four serial LOA agents of Table 5.1 (PU-MC, PU-EF,
 FPU-MC, FPU-EF) at equal simulations per move, each pair playing --games games with colours alternating.
 The table (row beat column), each pair's win rate with its 95% Wilson interval and Elo difference, and
-every game go to results/<name>.json (or --out DIR; --update-reference: experiments/results/), the pairs and the ranking (each agent against the field:
-score, Wilson interval, Elo) to <name>.csv and <name>-ranking.csv, rewritten after each game so a long run
-can be watched (and a cut one still leaves its games).
+every game go to results/<name>.json (or --out DIR; --update-reference: experiments/results/), the pairs and
+the ranking (each agent against the field: score, Wilson interval, Elo) to <name>.csv and <name>-ranking.csv,
+rewritten after each game so a long run can be watched (and a cut one still leaves its games).
 
     .venv/bin/python -m experiments.loa_roundrobin --games 2 --sims 100        # smoke (about a minute)
     .venv/bin/python -m experiments.loa_roundrobin --games 200 --sims 1000     # the measurement (hours)

@@ -5,9 +5,10 @@ the overrides that make a smoke run of seconds. The settings become the module's
 model/config.py, so a bad key or value is one ConfigError naming it.
 
 Outputs in OUT (`treesplit experiment` picks it: results/experiments/NAME/, --out DIR, or with
---update-reference the committed experiments/results/NAME/): one CSV per table of the outcome, summary.json (stamped with date and
-machine by model/results.py) and report.html. `report_only` rebuilds report.html from a kept run's CSVs and
-summary.json (its configuration) through the module's `outcome(cfg, tables)`, without running anything.
+--update-reference the committed experiments/results/NAME/): one CSV per table of the outcome, summary.json
+(stamped with date and machine by model/results.py) and report.html. `report_only` rebuilds report.html from a
+kept run's CSVs and summary.json (its configuration) through the module's `outcome(cfg, tables)`, without
+running anything.
 """
 
 from __future__ import annotations
