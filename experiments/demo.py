@@ -57,7 +57,8 @@ def _treesplit() -> list[str]:
 
 
 def _run(step: str, args: list[str], log, timeout: float) -> str:
-    print(f"  $ treesplit {shlex.join(args)}", flush=True)
+    shown = [a if len(a) <= 60 else a[:40] + "..." for a in args]  # the report's note, said in full above
+    print(f"  $ treesplit {shlex.join(shown)}", flush=True)
     t0 = time.monotonic()
     try:
         r = subprocess.run(_treesplit() + args, capture_output=True, text=True, timeout=timeout)
