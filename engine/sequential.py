@@ -146,9 +146,9 @@ class SequentialSearcher:
 
     # -- table ---------------------------------------------------------------------------------------------
     def reset(self) -> None:
-        """Forget the tree (new game): the same table, emptied (a new one would pay its page faults again)."""
-        if self.table is not None:
-            tt.clear(self.table)
+        """Forget the tree (new game). The table is dropped, not emptied: a new one holds only the pages its
+        game touches (an emptied one would keep every page any game has touched, up to tt_mb)."""
+        self.table = None
 
     def table_for(self, g: np.ndarray) -> tt.Table:
         k = int(game.max_children(g))  # LOA: 96 of 4,097 actions are ever legal at once

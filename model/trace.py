@@ -108,7 +108,9 @@ class Meta:
     what a runtime adds: an engine run's komi, moves and budget, `idle_spin` (seconds a rank without workers
     polls after its last work), `trace_probe` (P of a probing trace, which records packages and messages only
     in the windows [kP, (k+1)P) of even k, so that calibration can compare them with the others; 0 or absent:
-    everything recorded) and, once it finished, `complete` and its summary."""
+    everything recorded) and, once it finished, `complete` and its summary; a run stopped early has `complete`
+    false and `interrupted` (SIGINT/SIGTERM), or `failure` (an MPI job that lost a rank: which one, how, and
+    its last record's time; engine/mpi/failure.py)."""
 
     runtime: str  # "engine" or "sim"
     algo: str
