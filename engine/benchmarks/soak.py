@@ -27,7 +27,7 @@ from typing import Any
 from model.errors import UserError
 
 DEFAULT_SIMS = 300
-SLOWDOWN_GAMES = 5  # the median move time of this many games at either end (fewer in a short soak)
+SLOWDOWN_GAMES = 10  # the median move time of this many games at either end (fewer in a short soak)
 
 
 def register(kinds) -> None:
@@ -81,13 +81,35 @@ def _mpi_rank(pid: int) -> int | None:
     return None
 
 
-def process_memory(pid: int) -> dict[int, float]:
-    """RSS (MiB) of the MPI ranks that process `pid` started, by rank; {0: its own} when it started none."""
-    kids, ranks = _children(), {}
-    todo = list(kids.get(pid, []))
+def _tree(pid: int) -> list[int]:
+    """`pid` and every process below it."""
+    kids, out, todo = _children(), [], [pid]
     while todo:
         q = todo.pop()
+        out.append(q)
         todo.extend(kids.get(q, []))
+    return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` and every process below it (the ranks of its MPI job)."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for q in _tree(pid):
+        try:
+            fields = Path(f"/proc/{q}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / tick
+
+
+def process_memory(pid: int) -> dict[int, float]:
+    """RSS (MiB) of the MPI ranks that process `pid` started, by rank; {0: its own} when it started none."""
+    ranks = {}
+    for q in _tree(pid)[1:]:
         rank = _mpi_rank(q)
         rss = _rss_mib(q) if rank is not None else None
         if rss is not None:
@@ -117,7 +139,7 @@ def soak(args: argparse.Namespace, progress: bool = False) -> list[dict[str, Any
     from engine.gtp_client import GtpDied, GtpProcess, GtpTimeout
 
     command = shlex.join([sys.executable, "-m", "treesplit", "gtp", *_player_flags(args)])
-    rows = []
+    rows, cpu = [], 0.0
     with tempfile.TemporaryFile("w+") as log:
         engine = GtpProcess(command, name="treesplit gtp", stderr=log, timeout=900.0)
         try:
@@ -138,8 +160,11 @@ def soak(args: argparse.Namespace, progress: bool = False) -> list[dict[str, Any
                     passes = passes + 1 if word == "pass" else 0
                     if word == "resign" or passes == 2:
                         break
+                now = cpu_seconds(engine.proc.pid)
+                used, cpu = now - cpu, now
                 rows.append({"game": game, "moves": len(times), "move_s_median": statistics.median(times),
-                             "move_s": times, "rss_mib": process_memory(engine.proc.pid)})
+                             "move_s": times, "cpu_s_per_move": used / len(times),
+                             "rss_mib": process_memory(engine.proc.pid)})
         except (GtpDied, GtpTimeout) as e:
             log.seek(0)
             tail = "".join(log.readlines()[-15:])
@@ -150,18 +175,31 @@ def soak(args: argparse.Namespace, progress: bool = False) -> list[dict[str, Any
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """RSS growth per rank from game 2 to the last (%), and the median move time of the first and last games."""
+    """RSS growth per rank from game 2 to the last (%); the median move time of the first and the last games
+    (from game 2), and the trend of the games' median move times (a least-squares line through them, its
+    end over its start: on a shared machine single games' medians scatter by tens of percent)."""
+    import numpy as np
+
     base = rows[1] if len(rows) > 1 else rows[0]
     last = rows[-1]
     growth = {r: 100.0 * (last["rss_mib"][r] - mib) / mib for r, mib in base["rss_mib"].items()
               if r in last["rss_mib"]}
     later = rows[1:] or rows
-    k = max(1, min(SLOWDOWN_GAMES, len(later) // 2))
+    k = max(1, min(SLOWDOWN_GAMES, len(later) // 3))
     first = statistics.median(t for row in later[:k] for t in row["move_s"])
     final = statistics.median(t for row in later[-k:] for t in row["move_s"])
+
+    def trend(key: str) -> float | None:
+        if len(later) < 3:
+            return None
+        x = np.array([row["game"] for row in later], dtype=float)
+        slope, start = np.polyfit(x, [row[key] for row in later], 1)
+        at_start = start + slope * x[0]
+        return float((start + slope * x[-1]) / at_start) if at_start > 0 else None
+
     return {"rss_from_game": base["game"], "rss_growth_pct": growth, "max_rss_growth_pct": max(growth.values()),
             "move_s_first": first, "move_s_last": final, "move_slowdown": final / first if first > 0 else None,
-            "games_compared": k}
+            "move_trend": trend("move_s_median"), "cpu_trend": trend("cpu_s_per_move"), "games_compared": k}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -175,6 +213,9 @@ def run(args: argparse.Namespace) -> int:
     if args.sims is None and args.seconds is None:
         args.sims = DEFAULT_SIMS
     config = player_config(args)  # a bad flag is refused here, before the engine starts
+    from model.go.board import make_params
+
+    make_params(args.board, args.komi)  # and a bad board size or komi
     rows = soak(args, progress=not args.json)
     out = {"algo": args.algo, "board": args.board, "games": args.games, "moves_per_game": args.moves,
            "player": _player_flags(args), "tt_mb": config.tt_mb, **summarise(rows), "per_game": rows}
@@ -186,13 +227,16 @@ def run(args: argparse.Namespace) -> int:
     ranks = sorted(rows[0]["rss_mib"])
     print(f"{args.algo} on {args.board}x{args.board}, {len(rows)} games of up to {args.moves} moves "
           f"({' '.join(_player_flags(args)[2:])}):")
-    print("  game  moves  median move  " + "  ".join(f"rank {r} MiB" for r in ranks))
+    print("  game  moves  median move  CPU per move  " + "  ".join(f"rank {r} MiB" for r in ranks))
     for row in rows:
         print(f"  {row['game']:>4}  {row['moves']:>5}  {row['move_s_median'] * 1e3:>8.0f} ms  "
+              f"{row['cpu_s_per_move'] * 1e3:>9.0f} ms  "
               + "  ".join(f"{row['rss_mib'].get(r, float('nan')):>10.0f}" for r in ranks))
     growth = ", ".join(f"rank {r} {g:+.1f}%" for r, g in out["rss_growth_pct"].items())
     print(f"  RSS from game {out['rss_from_game']} to {len(rows)}: {growth}")
     print(f"  median move: {out['move_s_first'] * 1e3:.0f} ms in the first {out['games_compared']} games, "
-          f"{out['move_s_last'] * 1e3:.0f} ms in the last {out['games_compared']} (x{out['move_slowdown']:.2f})")
+          f"{out['move_s_last'] * 1e3:.0f} ms in the last {out['games_compared']} (x{out['move_slowdown']:.2f})"
+          + (f"; fitted over the games x{out['move_trend']:.2f} (CPU per move x{out['cpu_trend']:.2f})"
+             if out["move_trend"] is not None else ""))
     print(f"  saved to {out['saved_to']}")
     return 0
