@@ -2,16 +2,19 @@
 trace, so that the dashboard shows the records up to the failure and marks it.
 
 MPICH's mpiexec (Hydra) answers a rank that dies by SIGKILLing every other rank at once, without a SIGTERM
-first: the ranks get no chance to close their trace parts (model/trace.py therefore writes them in
-segments that survive a kill), and only mpiexec's own report says which process died:
+first: the ranks get no chance to close their trace parts (model/trace.py therefore writes them in segments
+that survive a kill), nor to say anything. Nor does mpiexec tell reliably which one died first: its report
+("PID 14691 RUNNING AT node7 / EXIT CODE: 9", on its stdout) names the first rank in its own order that
+ended badly, and after the clean-up every rank did. So the launcher watches the ranks itself:
 
-    =   PID 14691 RUNNING AT node7
-    =   EXIT CODE: 9
+  - each rank leaves "host pid" in the launcher's directory (`note_rank`);
+  - `RankWatch` opens a pidfd for every rank on this host and wakes as soon as one ends: if it is the only
+    one gone by then, it is the one that failed (the others die a few milliseconds later, at mpiexec's
+    clean-up); if several are gone already, the launcher says it cannot tell which;
+  - `OutputWatch` passes mpiexec's stdout and stderr on, line by line, and keeps the lines that matter:
+    a rank that fails by itself says so first ("treesplit: rank 1: error: ..."), and that is the cause.
 
-(on mpiexec's stdout). A rank that fails by itself says so first, on stderr ("treesplit: rank 1: error: ...").
-The launcher reads both streams through `OutputWatch` (passing every line on unchanged), the ranks leave
-their pid in the launcher's directory (`note_rank`), and `mark_trace` writes the failure into the trace's
-meta.json:
+`mark_trace` then writes the failure into the trace's meta.json:
 
     extra.failure = {"rank": 1, "pid": 14691, "host": "node7", "cause": "killed by SIGKILL",
                      "what": "rank 1 (pid 14691 on node7) was killed by SIGKILL",
@@ -23,15 +26,16 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
 import socket
 import sys
 import threading
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 _RANK_ERROR = re.compile(r"treesplit: rank (\d+): error: (.*)")
-_HYDRA_PID = re.compile(r"PID (\d+) RUNNING AT (\S+)")
 _HYDRA_EXIT = re.compile(r"EXIT CODE: (\d+)")
 
 
@@ -79,20 +83,76 @@ def note_rank(directory: Path, rank: int) -> None:
         pass
 
 
-def _rank_pids(directory: Path) -> dict[tuple[str, int], int]:
+def _rank_pids(directory: Path) -> dict[int, tuple[str, int]]:
+    """rank -> (host, pid) of the ranks that have left their pid file."""
     out = {}
     for p in directory.glob("rank*.pid"):
         try:
             host, pid = p.read_text().split()
-            out[(host, int(pid))] = int(p.stem[4:])
+            out[int(p.stem[4:])] = (host, int(pid))
         except (OSError, ValueError):
             continue
     return out
 
 
+class RankWatch:
+    """A thread that notes which rank ended first, when every rank runs on this host (Linux pidfds; else
+    it notes nothing). `first`: (rank, pid, wall time) of the one rank that was gone when the thread woke,
+    else None; `ambiguous`: the ranks that were gone together."""
+
+    POLL_FILES = 0.02  # s between two looks for the ranks' pid files
+
+    def __init__(self, directory: Path, world_size: int):
+        self.directory, self.world_size = directory, world_size
+        self.first: tuple[int, int, float] | None = None
+        self.ambiguous: list[int] = []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="rank-watch", daemon=True)
+        if hasattr(os, "pidfd_open") and hasattr(select, "poll"):
+            self.thread.start()
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.thread.is_alive():
+            self.thread.join(2.0)
+
+    def _watch(self) -> None:
+        found: dict[int, tuple[str, int]] = {}
+        while len(found) < self.world_size and not self.done.wait(self.POLL_FILES):
+            found = _rank_pids(self.directory)
+        here = socket.gethostname()
+        if self.done.is_set() or any(host != here for host, _ in found.values()):
+            return  # a rank elsewhere could fail unseen, and the first one seen here be a victim of the clean-up
+        ranks = {rank: pid for rank, (_, pid) in found.items()}
+        fds = {}
+        try:
+            for rank, pid in ranks.items():
+                try:
+                    fds[os.pidfd_open(pid)] = rank
+                except OSError:  # gone before it could be watched: which one went first is not known
+                    self.ambiguous = sorted(ranks)
+                    return
+            poller = select.poll()
+            for fd in fds:
+                poller.register(fd, select.POLLIN)
+            while fds and not self.done.is_set():
+                ready = poller.poll(200)
+                if ready:
+                    t = time.time()
+                    gone = sorted(fds[fd] for fd, _ in poller.poll(0))
+                    if len(gone) == 1:
+                        self.first = (gone[0], ranks[gone[0]], t)
+                    else:
+                        self.ambiguous = gone
+                    return
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
 class OutputWatch:
     """Copies a child's stdout and stderr to ours line by line (a thread each) and keeps the lines that
-    say who failed."""
+    say why it failed."""
 
     def __init__(self, stdout, stderr):
         self.lines: list[str] = []
@@ -106,39 +166,29 @@ class OutputWatch:
             out = getattr(sys, name)  # looked up each time: a test may have replaced it
             out.write(line)
             out.flush()
-            if _RANK_ERROR.search(line) or _HYDRA_PID.search(line) or _HYDRA_EXIT.search(line):
+            if _RANK_ERROR.search(line) or _HYDRA_EXIT.search(line):
                 self.lines.append(line.rstrip("\n"))
 
     def join(self, timeout: float = 5.0) -> None:
         for t in self.threads:
             t.join(timeout)
 
-    def failure(self, rc: int, pid_dir: Path | None = None) -> Failure:
-        """The failure these lines and mpiexec's exit code `rc` tell of."""
-        f = Failure()
-        for line in self.lines:
-            m = _RANK_ERROR.search(line)
-            if m and f.rank is None:  # the first rank that failed by itself is the cause
-                f.rank, f.cause = int(m.group(1)), m.group(2).strip()
-        for line in self.lines:
-            m = _HYDRA_PID.search(line)
-            if m and f.pid is None:
-                f.pid, f.host = int(m.group(1)), m.group(2)
-            m = _HYDRA_EXIT.search(line)
-            if m and f.cause is None:
-                f.cause = _exit_cause(int(m.group(1)))
-        if f.cause is None:
-            f.cause = _exit_cause(rc)
-        if f.pid is not None and pid_dir is not None:
-            pids = _rank_pids(pid_dir)
-            rank = pids.get((f.host, f.pid))
-            if rank is None:  # hosts named differently (a short and a full name): the pid alone
-                rank = next((r for (_, pid), r in pids.items() if pid == f.pid), None)
-            if f.rank is None:
-                f.rank = rank
-            elif rank is not None and rank != f.rank:  # mpiexec names another process than the one that failed
-                f.pid = f.host = None
-        return f
+
+def diagnose(rc: int, output: OutputWatch, ranks: RankWatch | None = None) -> Failure:
+    """The failure that mpiexec's exit code `rc`, its output and the watch of the ranks tell of."""
+    f = Failure()
+    for line in output.lines:
+        m = _RANK_ERROR.search(line)
+        if m:  # the first rank that failed by itself is the cause
+            f.rank, f.cause = int(m.group(1)), m.group(2).strip()
+            break
+    if f.cause is None:
+        codes = [int(m.group(1)) for m in map(_HYDRA_EXIT.search, output.lines) if m]
+        f.cause = _exit_cause(codes[0] if codes else rc)
+    first = ranks.first if ranks is not None else None
+    if first is not None and f.rank in (None, first[0]):
+        f.rank, f.pid, f.host = first[0], first[1], socket.gethostname()
+    return f
 
 
 def _exit_cause(code: int) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.mpi.config import DistributedConfig
-from engine.mpi.failure import Failure, OutputWatch, mark_trace
+from engine.mpi.failure import Failure, OutputWatch, RankWatch, diagnose, mark_trace
 from model.errors import UserError
 
 # Environment variables that MPI launchers set in every rank (MPICH/Hydra, Open MPI, PMIx, Slurm's PMI).
@@ -97,7 +97,8 @@ def run_distributed(config: DistributedConfig, timeout: float | None = None) -> 
             env[AUTOGROUP_ENV] = str(nice)
         proc = subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
-        watch = OutputWatch(proc.stdout, proc.stderr)  # passes every line on; remembers who failed
+        output = OutputWatch(proc.stdout, proc.stderr)  # passes every line on; keeps what says why it failed
+        ranks = RankWatch(Path(tmp), config.world_size)  # notes which rank ends first
         try:
             rc = proc.wait(timeout)
         except KeyboardInterrupt:
@@ -107,9 +108,10 @@ def run_distributed(config: DistributedConfig, timeout: float | None = None) -> 
             _interrupt(proc)
             raise DistributedError(f"the MPI job did not finish within {timeout:g} s and was stopped") from None
         finally:
-            watch.join()
+            output.join()
+            ranks.stop()
         if rc != 0:
-            failure = watch.failure(rc, Path(tmp))
+            failure = diagnose(rc, output, ranks)
             message = _failure(rc, config, failure)
             if config.trace and not _interrupted(rc) and mark_trace(config.trace, failure) is not None:
                 message += f"; the trace {config.trace} holds the records up to the failure"
