@@ -147,7 +147,8 @@ class SequentialSearcher:
 
     # -- table ---------------------------------------------------------------------------------------------
     def reset(self) -> None:
-        """Forget the tree (new game)."""
+        """Forget the tree (new game). The table is dropped, not emptied: a new one holds only the pages its
+        game touches (an emptied one would keep every page any game has touched, up to tt_mb)."""
         self.table = None
 
     def table_for(self, g: np.ndarray) -> tt.Table:

@@ -3,6 +3,7 @@ periodic refresh from telemetry (live mode). `make_app` gives the Bokeh document
 
 from __future__ import annotations
 
+import html
 from typing import Callable, Protocol
 
 from bokeh.document import Document
@@ -38,8 +39,11 @@ class TraceProvider:
 
     def status_html(self) -> str:
         d = self.data
-        return (f"recorded {d.meta.get('runtime', '?')} trace <b>{d.label}</b> ({d.meta.get('algo', '?')}, "
+        text = (f"recorded {d.meta.get('runtime', '?')} trace <b>{d.label}</b> ({d.meta.get('algo', '?')}, "
                 f"{d.n_search}+{d.n_bcast} ranks, {fmt_s(d.t_end)})")
+        if d.ending is not None:
+            text += f" <span style='color:#d62728'><b>{html.escape(d.ending[2])}</b></span>"
+        return text
 
 
 def _nav(current: str, names: list[str]) -> str:

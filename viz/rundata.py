@@ -94,6 +94,26 @@ class RunData:
         """How many bins have started by time t (the bins a replay at time t shows)."""
         return int(min(self.T, max(0, math.ceil(t / self.bin_s - 1e-9))))
 
+    # --- how a run that did not finish stopped ------------------------------------------------------------
+    @property
+    def ending(self) -> tuple[float, str, str] | None:
+        """(t, short label, sentence) for an engine run that did not finish: a failed MPI job (the failed
+        rank's last record; engine/mpi/failure.py), an interrupted one, or one whose trace was never closed
+        (its ranks stopped without warning, or it is still running); None for a finished run."""
+        extra = self.meta.get("extra") or {}
+        f = extra.get("failure")
+        if f:
+            who = f"rank {f['rank']}" if f.get("rank") is not None else "a rank"
+            t, stop = float(f.get("t") or self.t_end), float(f.get("t_stop") or self.t_end)
+            return (t, f"{who} failed", f"the job failed: {f.get('what') or who + ' failed'}; its last record at "
+                    f"t = {t:.3g} s, the others' at t = {stop:.3g} s (later records were lost with the ranks)")
+        if self.source != "trace" or self.meta.get("runtime") != "engine" or extra.get("complete") is not False:
+            return None
+        if extra.get("interrupted"):
+            return self.t_end, "interrupted", f"interrupted at t = {self.t_end:.3g} s"
+        return (self.t_end, "ended", f"the trace ends at t = {self.t_end:.3g} s without being closed: the ranks "
+                "stopped without warning (or the run is still going)")
+
     # --- the game (named by model/game.py, the one place viz learns about a game) -----------------------
     @property
     def game(self) -> str:

@@ -91,6 +91,7 @@ class RankRuntime:
         self.outbox: deque = deque()  # messages for other ranks: (dst, kind, payload, sim_id, t_send)
         self.heartbeat = time.monotonic()
         self.aborting = False
+        self.ended = threading.Event()  # the watchdog's wake-up: a sleeping watchdog kept the runtime alive
         self.meta = None
 
     # --- entry ------------------------------------------------------------------------------------------------
@@ -117,6 +118,7 @@ class RankRuntime:
         except Exception as e:
             self.abort(f"{type(e).__name__}: {e}", traceback.format_exc())
         finally:
+            self.ended.set()
             restore()
         return None  # not reached: abort() ends the process
 
@@ -138,9 +140,12 @@ class RankRuntime:
         # The start-up's objects (numba's dispatchers, the game tables, pyarrow) never die: out of the
         # collector's way, a full collection walks only what the search allocates. A traced rank allocates
         # ~60,000 record tuples a second, which trigger full collections (traced root 2x1 9x9: 10% of its
-        # time in them before)
+        # time in them before). Frozen once per process: a frozen search's objects are never collected, and
+        # the runtime's callbacks tie them in cycles (a session's ranks kept each game's table);
+        # engine/mpi/session.py re-freezes between searches, when only the long-lived objects remain
         gc.collect()
-        gc.freeze()
+        if not gc.get_freeze_count():
+            gc.freeze()
         clock = synchronise(self.comm, self.cache)
         self.clock, self.now = clock, clock.now
         self.wake = threading.Event()
@@ -451,7 +456,8 @@ class RankRuntime:
         limit = self.config.stall_timeout
         last_sims, last_sims_t = -1, time.monotonic()
         while not self.control.done and not self.aborting:
-            time.sleep(min(1.0, limit / 4))
+            if self.ended.wait(min(1.0, limit / 4)):
+                return
             t = time.monotonic()
             if t - self.heartbeat > limit:
                 self.abort(f"the IO loop made no progress for {limit:g} s (a role call or package never returned)")

@@ -79,6 +79,11 @@ def run(args) -> int:
         listener.attach(loop)
         providers.append(LiveProvider(agg, listener.address))
     providers += [TraceProvider(RunData.from_trace(t, label=lab)) for t, lab in zip(traces, trace_labels(dirs))]
+    endings = {p.data.label: p.data.ending[2] for p in providers if isinstance(p, TraceProvider) and p.data.ending}
+    for label, sentence in endings.items():  # a run that did not finish: said here, and marked in the views
+        print(f"{label}: {sentence}", flush=True)
+    if endings:
+        status["ended"] = endings
 
     def status_fn() -> dict:
         out = dict(status)

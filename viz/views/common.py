@@ -4,7 +4,7 @@ distributions for many ranks, and the time window of a replay."""
 from __future__ import annotations
 
 import numpy as np
-from bokeh.models import BasicTicker, ColumnDataSource, Div, HelpTool, HoverTool
+from bokeh.models import BasicTicker, ColumnDataSource, Div, HelpTool, HoverTool, Label, Span
 from bokeh.palettes import Category10, Category20, Turbo256
 from bokeh.plotting import figure
 
@@ -51,6 +51,18 @@ def rank_colors(n: int) -> list[str]:
     if n <= 20:
         return list(Category20[20][:n])
     return [Turbo256[int(i)] for i in np.linspace(20, 235, n)]
+
+
+def mark_ending(fig, data: RunData) -> None:
+    """A red line across a time plot where a run that did not finish stopped (RunData.ending)."""
+    end = data.ending
+    if end is None:
+        return
+    t, label, sentence = end
+    fig.add_layout(Span(location=t, dimension="height", line_color="#d62728", line_dash="dashed", line_width=2,
+                        name="ending"))
+    fig.add_layout(Label(x=t, y=5, y_units="screen", text=label, text_color="#d62728", text_font_size="9pt",
+                         text_align="right", x_offset=-4))
 
 
 def caption(text: str, width: int = 560) -> Div:

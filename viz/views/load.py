@@ -11,7 +11,7 @@ from bokeh.palettes import Viridis256
 
 from viz.rundata import RunData
 from viz.views.base import View
-from viz.views.common import RankBars, caption, integer_ticks, make_figure, window_bounds
+from viz.views.common import RankBars, caption, integer_ticks, make_figure, mark_ending, window_bounds
 
 FORWARD_KINDS = ["PLAYOUT_FWD"]
 
@@ -57,6 +57,7 @@ class LoadBalance(View):
         p.add_layout(ColorBar(color_mapper=self.mapper, width=10, title="busy"), "right")
         integer_ticks(p.yaxis)
         p.grid.visible = False
+        mark_ending(p, self.data)
         return p
 
     def update(self, data: RunData | None = None, t: float | None = None, window: float | None = None) -> None:

@@ -8,7 +8,7 @@ from bokeh.models import ColumnDataSource, DataRange1d, Div, HoverTool, Range1d
 
 from viz.rundata import RunData
 from viz.views.base import View
-from viz.views.common import caption, fmt_s, make_figure
+from viz.views.common import caption, fmt_s, make_figure, mark_ending
 
 MAX_NAMES = 3  # moves named per board cell in the hover (LOA: several moves land on one square)
 
@@ -43,11 +43,13 @@ class Overview(View):
         self.rate_fig.add_tools(HoverTool(renderers=lines[:1], mode="vline", tooltips=[
             ("t", "@t{0.[0000]} s"), ("sims/s", "@sims{0,0.0}"), ("PPS", "@pps{0,0.0}"), ("NPS", "@nps{0,0.0}")]))
         self.rate_fig.legend.location = "top_left"
+        mark_ending(self.rate_fig, data)
         self.rate_fig.legend.click_policy = "hide"
         self.flight_fig = make_figure(
             "Simulations in flight", "Simulations started and not yet finished (first package started, last "
             "package not ended) at the end of each time bin. UCT-Treesplit keeps about S_par = (C-1) M O in flight.",
             "time (s)", "simulations (count)", x_range=x, y_range=self.shared("flight_y", DataRange1d), height=200)
+        mark_ending(self.flight_fig, data)
         fl = self.flight_fig.step("t", "in_flight", source=self.flight, mode="after", line_width=2, color="#9467bd")
         self.flight_fig.add_tools(HoverTool(renderers=[fl], mode="vline",
                                             tooltips=[("t", "@t{0.[0000]} s"), ("in flight", "@in_flight{0,0}")]))

@@ -14,7 +14,7 @@ from bokeh.palettes import Category20, Inferno256
 
 from viz.rundata import RunData
 from viz.views.base import View
-from viz.views.common import caption, integer_ticks, make_figure, rank_colors, window_bounds
+from viz.views.common import caption, integer_ticks, make_figure, mark_ending, rank_colors, window_bounds
 
 BROADCAST_KINDS = ["SYNC", "BCAST", "DUP"]
 MAX_MATRIX_SIDE = 128  # above this many ranks, the matrix sums blocks of ranks (and says so)
@@ -74,6 +74,7 @@ class MessageTraffic(View):
         for i, k in enumerate(data.kinds):
             self.rate_lines[k] = self.rate_fig.line("t", k, source=self.rates, line_width=2, legend_label=k,
                                                     color=palette[(2 * i) % 20 + (i // 10) % 2], visible=False)
+        mark_ending(self.rate_fig, data)
         self.rate_hover = HoverTool(mode="vline", renderers=[], tooltips=[("t", "@t{0.[0000]} s")])
         self.rate_fig.add_tools(self.rate_hover)
         legend = self.rate_fig.legend[0]
