@@ -35,7 +35,7 @@ class LoadBalance(View):
             "Busy fraction per worker", "Fraction of each time bin that each thread spent working: rows are "
             "rank.worker for a worker thread and rank.io for the rank's IO thread (the packages it runs itself with "
             "one thread per rank, and its handling of arrived messages). Recorded: from packages.parquet; live: "
-            "from the ranks' telemetry.", "rank.thread", x,
+            "from the ranks' telemetry.", "thread (rank.worker, rank.io)", x,
             self.worker_heat, max(len(data.worker_rows), 12 if live else 1))
         self.busy = RankBars("Mean busy fraction (window)", "Mean busy fraction of each rank over the time "
                              "window.", "busy fraction (0-1)", "busy", name="load.busy")

@@ -134,7 +134,7 @@ class Teaching(View):
             "package on the thread that ran it (colour: its kind, see the legend above); an arrow is a message "
             "from the sender's IO thread at its send time to the receiver's at its receive time, labelled with "
             "its kind and size. The followed simulation's boxes and arrows are drawn bold, the rest pale; the "
-            "black line is the current event.", "time (s)", "", x_range=Range1d(0, 1), y_range=Range1d(-1, 1),
+            "black line is the current event.", "time (s)", "thread (rank, IO or worker)", x_range=Range1d(0, 1), y_range=Range1d(-1, 1),
             width=TIMELINE_W, height=300, webgl=False, tools="xpan,xwheel_zoom,reset,save")
         p.ygrid.visible = False
         bx = p.quad(left="left", right="right", bottom="bottom", top="top", fill_color="color", line_color="line_color",
@@ -549,6 +549,8 @@ class Teaching(View):
 
     @property
     def layout(self):
+        if self.data.source == "live":  # nothing to step through: the header says how to record a trace
+            return column(self.header)
         controls = [] if self.static else [row(self.prev_btn, self.next_btn, self.next_msg_btn, self.next_sim_btn,
                                                self.play_btn, self.follow_input, self.slider)]
         return column(*controls, self.header, self.legend, row(self.timeline, self.topology), self.path, self.log)
