@@ -34,10 +34,11 @@ def differences(a: RunData, b: RunData) -> list[str]:
         va, vb = get(a), get(b)
         if va != vb:
             out.append(f"{name} ({va} vs {vb})")
+    # a parameter one run leaves out is at its default, which the trace does not say: only those both state
     pa, pb = a.meta.get("params") or {}, b.meta.get("params") or {}
-    for k in sorted(set(pa) | set(pb)):
-        if pa.get(k) != pb.get(k):
-            out.append(f"parameter {k} ({pa.get(k, 'default')} vs {pb.get(k, 'default')})")
+    for k in sorted(set(pa) & set(pb)):
+        if pa[k] != pb[k]:
+            out.append(f"parameter {k} ({pa[k]} vs {pb[k]})")
     return out
 
 
