@@ -176,7 +176,8 @@ def describe_config(m: dict, n_search: int, n_bcast: int) -> str:
     game = f"{m.get('game')} {m.get('board') or ''}".strip()
     threads = m.get("threads")
     return (f"{m.get('runtime', '?')} run of <b>{m.get('algo', '?')}</b> on {game}, {n_search:,} search + "
-            f"{plural(n_bcast, 'broadcast rank')}" + (f", {plural(int(threads), 'thread')} per rank" if threads else ""))
+            f"{plural(n_bcast, 'broadcast rank')}"
+            + (f", {plural(int(threads), 'thread')} per rank" if threads else ""))
 
 
 def run_summary(d: RunData, k: int, best: str | None) -> str:
@@ -195,4 +196,5 @@ def run_summary(d: RunData, k: int, best: str | None) -> str:
     now = "So far" if d.source == "live" else "At"
     return (head + f"<br>{now} t = {fmt_s(span)}: {total:,.0f} simulations "
             f"({total / span if span else 0:,.0f}/s), {float(d.playouts[:k].sum()):,.0f} playouts, "
-            f"{float(d.in_flight[k - 1]) if k else 0:,.0f} in flight." + (f" Best move: <b>{best}</b>." if best else ""))
+            f"{float(d.in_flight[k - 1]) if k else 0:,.0f} in flight."
+            + (f" Best move: <b>{best}</b>." if best else ""))

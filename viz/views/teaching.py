@@ -134,7 +134,8 @@ class Teaching(View):
             "package on the thread that ran it (colour: its kind, see the legend above); an arrow is a message "
             "from the sender's IO thread at its send time to the receiver's at its receive time, labelled with "
             "its kind and size. The followed simulation's boxes and arrows are drawn bold, the rest pale; the "
-            "black line is the current event.", "time (s)", "thread (rank, IO or worker)", x_range=Range1d(0, 1), y_range=Range1d(-1, 1),
+            "black line is the current event.", "time (s)", "thread (rank, IO or worker)", x_range=Range1d(0, 1),
+            y_range=Range1d(-1, 1),
             width=TIMELINE_W, height=300, webgl=False, tools="xpan,xwheel_zoom,reset,save")
         p.ygrid.visible = False
         bx = p.quad(left="left", right="right", bottom="bottom", top="top", fill_color="color", line_color="line_color",
