@@ -210,7 +210,11 @@ def test_telemetry_reaches_a_listener_and_a_missing_one_costs_nothing(tmp_path):
     sock.close()
     ranks = {r["rank"] for r in records}
     assert ranks == {0, 1, 2}
-    rank0 = sorted((r for r in records if r["rank"] == 0), key=lambda r: r["t0"])
+    final = [r for r in records if r["final"]]  # rank 0's last word: the search is over, and its answer
+    assert len(final) == 1 and final[0]["rank"] == 0 and final[0]["final"]["sims"] == res["sims"] > 0
+    assert final[0]["final"]["move"] == str(res.get("move_str", res.get("move")))  # (a stand-in role has no name)
+    rank0 = sorted((r for r in records if r["rank"] == 0 and not r["final"]), key=lambda r: r["t0"])
+    assert all(r["io_busy"] is not None for r in rank0)  # the IO thread's share of every window
     assert len(rank0) >= 4  # about every 200 ms over 1.5 s
     assert all(0.05 < r["t1"] - r["t0"] < 1.0 for r in rank0[1:])
     assert rank0[-1]["sims_done"] > 0 and sum(sum(m[2] for m in r["messages"]) for r in rank0) > 0

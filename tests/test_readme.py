@@ -30,11 +30,13 @@ BUDGETS = {
     ".venv/bin/treesplit search --algo treesplit": ["--seconds", "1"],
     ".venv/bin/treesplit search --algo root": ["--sims", "2000"],
     ".venv/bin/treesplit dashboard": ["--port", "0", "--no-browser"],
+    ".venv/bin/treesplit dashboard --live": ["--live", "127.0.0.1:0", "--port", "0", "--no-browser"],
     ".venv/bin/treesplit calibrate": ["--pingpong-seconds", "1"],
     ".venv/bin/treesplit predict": ["--seconds", "0.005"],
     ".venv/bin/treesplit validate": ["--seconds", "0.5", "--repeats", "1", "--no-pingpong"],
     ".venv/bin/treesplit gtp": ["--sims", "200"],
     ".venv/bin/treesplit bench parallel": ["--cores", "2", "--boards", "9", "--seconds", "0.5", "--repeats", "1"],
+    ".venv/bin/treesplit bench soak": ["--games", "2", "--moves", "2", "--sims", "100"],
     ".venv/bin/python -m experiments.equal_time": ["--slots", "2", "--games", "1", "--seconds", "0.05", "--budget",
                                                    "120"],
 }
@@ -86,7 +88,7 @@ def _dashboard(words: list[str], cwd, env) -> subprocess.CompletedProcess:
             url = m.group(1).rstrip("/") if m else None
         assert url and url.startswith("http://127.0.0.1:"), p.stderr.read() if p.poll() is not None else url
         status = json.loads(urllib.request.urlopen(f"{url}/status", timeout=30).read())
-        assert status["mode"] == "recorded"
+        assert status["mode"] == ("live" if "--live" in words else "recorded")
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=60)
     finally:
@@ -121,13 +123,19 @@ def _check_validate(cwd) -> None:
     assert len(csv) == len(rows) >= 3 and "speedup_predicted" in csv.columns  # only some rows have it
 
 
+def _check_export(cwd) -> None:
+    """The Chrome trace lands beside the trace it was made from (what it holds is test_viz_export.py's)."""
+    doc = json.loads((cwd / "runs" / "t1.trace.json").read_text())
+    assert any(e["ph"] == "X" for e in doc["traceEvents"])
+
+
 def _check_equal_time(cwd) -> None:
     games = [pd.read_csv(f) for f in sorted((cwd / "runs" / "eq").glob("slot-*/games.csv"))]
     assert games and sum(len(g) for g in games) >= 1  # the slots played their games
 
 
 CHECKS = {".venv/bin/treesplit demo": _check_demo, ".venv/bin/treesplit validate": _check_validate,
-          ".venv/bin/python -m experiments.equal_time": _check_equal_time}
+          ".venv/bin/treesplit export": _check_export, ".venv/bin/python -m experiments.equal_time": _check_equal_time}
 
 
 @pytest.mark.mpi

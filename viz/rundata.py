@@ -73,6 +73,7 @@ class RunData:
     samples: pd.DataFrame | None = None
     source: str = "trace"
     version: int = 0
+    final: dict[str, Any] | None = None  # live: rank 0's last record (the search is over), else None
     _tree_times: np.ndarray = field(default=None, repr=False)
     _tree_bounds: np.ndarray = field(default=None, repr=False)
     _tree_cache: dict = field(default_factory=dict, repr=False)
@@ -183,12 +184,14 @@ class RunData:
         return self._tree_times
 
     def tree_at(self, t: float | None = None) -> pd.DataFrame:
-        """The latest snapshot taken at or before t (the first one if none is that early), one row per
-        node (a node written by several ranks keeps its most visited copy)."""
+        """The latest snapshot taken at or before t (t None: the last one), one row per node (a node written
+        by several ranks keeps its most visited copy); no rows when the first snapshot is later than t."""
         times = self.tree_times()
         if len(times) == 0:
             return self.tree
-        i = len(times) - 1 if t is None else int(np.clip(np.searchsorted(times, t, side="right") - 1, 0, None))
+        i = len(times) - 1 if t is None else int(np.searchsorted(times, t + 1e-9, side="right") - 1)
+        if i < 0:
+            return self.tree.iloc[:0]
         if i not in self._tree_cache:
             snap = self.tree.iloc[self._tree_bounds[i]: self._tree_bounds[i + 1]]
             if snap["hash"].duplicated().any():
@@ -387,8 +390,7 @@ def _in_flight_from_packages(pk: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
 
 
 def _worker_busy(pk: pd.DataFrame, edges: np.ndarray, rate: float) -> tuple[list[str], np.ndarray]:
-    """Busy fraction per (rank, worker) and bin, from the package intervals. Rows are labelled "rank.worker"
-    ("rank.io" for a negative worker id, which the simulator gives its IO core)."""
+    """Busy fraction per (rank, worker) and bin, from the package intervals; rows labelled by lane_label."""
     T = len(edges) - 1
     if not len(pk):
         return [], np.zeros((0, T))
@@ -400,8 +402,14 @@ def _worker_busy(pk: pd.DataFrame, edges: np.ndarray, rate: float) -> tuple[list
     busy = busy_per_bin(row.ravel(), pk["t_start"].to_numpy(), pk["t_end"].to_numpy(), len(keys), edges)
     first = np.zeros(len(keys), np.int64)
     first[row.ravel()[::-1]] = np.arange(len(key))[::-1]  # one package of each row, for its label
-    rows = [f"{rank[i]}.{worker[i] if worker[i] >= 0 else 'io'}" for i in first.tolist()]
+    rows = [lane_label(int(rank[i]), int(worker[i])) for i in first.tolist()]
     return rows, np.clip(busy / (edges[1] * rate), 0.0, 1.0)
+
+
+def lane_label(rank: int, worker: int) -> str:
+    """A thread's name, the same for both runtimes: "rank.io" for the IO thread (worker -1; the engine's
+    --threads 1 runs its packages there too), "rank.worker" for a worker thread."""
+    return f"{rank}.{worker if worker >= 0 else 'io'}"
 
 
 def _dense_unique(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

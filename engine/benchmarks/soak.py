@@ -5,11 +5,13 @@ rank, or of the engine process for sequential and tree) and keeps the time of ea
 
 Memory must stay flat from game to game and moves must not get slower: the summary gives each rank's RSS
 growth from game 2 to the last (game 1 starts the ranks and loads the kernels) and the median move time of
-the first games against the last ones. Results go to results/bench-soak-<algo>-<board>.json (or --out).
+the first games against the last ones. Results go to results/bench-soak-<algo>-<board>.json (or --out DIR).
 Reads /proc: Linux only.
 
-    treesplit bench soak --algo treesplit --games 50 --sims 300
-    treesplit bench soak --algo root --ranks 2 --threads 1 --games 20 --moves 10 --seconds 0.1
+examples:
+  treesplit bench soak --algo treesplit --games 50 --sims 300
+  treesplit bench soak --algo root --ranks 2 --threads 1 --games 20 --moves 10 --seconds 0.1
+  treesplit bench soak --algo sequential --games 5 --json --no-save
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from model.errors import UserError
+from model.results import add_output_flags
 
 DEFAULT_SIMS = 300
 SLOWDOWN_GAMES = 10  # the median move time of this many games at either end (fewer in a short soak)
@@ -34,15 +37,14 @@ def register(kinds) -> None:
     from engine.commands.gtp import add_player_arguments
 
     p = kinds.add_parser("soak", help="one GTP session, many games: memory per rank and time per move, game "
-                                      "by game", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                      "by game", description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_player_arguments(p)
     p.add_argument("--games", type=int, default=20, help="games in the session (default 20)")
     p.add_argument("--moves", type=int, default=20, help="moves per game at most (default 20)")
     p.add_argument("--board", type=int, default=9, help="board size (default 9)")
     p.add_argument("--komi", type=float, default=7.0, help="komi (default 7)")
-    p.add_argument("--out", metavar="FILE.json", default=None,
-                   help="results file (default results/bench-soak-<algo>-<board>.json)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_output_flags(p, reference=False)  # a machine's soak: no committed reference to refresh
     p.set_defaults(func=run)
 
 
@@ -204,7 +206,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from engine.commands.gtp import player_config
-    from model.results import write_json
+    from model.results import output_dir, write_json
 
     if not Path("/proc/self/status").exists():
         raise UserError("bench soak reads process memory from /proc (Linux only)")
@@ -212,15 +214,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--games and --moves: must be >= 1")
     if args.sims is None and args.seconds is None:
         args.sims = DEFAULT_SIMS
+    directory = output_dir(args)
     config = player_config(args)  # a bad flag is refused here, before the engine starts
     from model.go.board import make_params
 
     make_params(args.board, args.komi)  # and a bad board size or komi
-    rows = soak(args, progress=not args.json)
+    rows = soak(args, progress=not (args.json or args.quiet))
     out = {"algo": args.algo, "board": args.board, "games": args.games, "moves_per_game": args.moves,
            "player": _player_flags(args), "tt_mb": config.tt_mb, **summarise(rows), "per_game": rows}
-    path = Path(args.out) if args.out else Path("results") / f"bench-soak-{args.algo}-{args.board}.json"
-    out["saved_to"] = str(write_json(path.stem, out, path.parent))
+    if directory is not None:
+        out["saved_to"] = str(write_json(f"bench-soak-{args.algo}-{args.board}", out, directory))
     if args.json:
         print(json.dumps(out, default=float))
         return 0
@@ -238,5 +241,6 @@ def run(args: argparse.Namespace) -> int:
           f"{out['move_s_last'] * 1e3:.0f} ms in the last {out['games_compared']} (x{out['move_slowdown']:.2f})"
           + (f"; fitted over the games x{out['move_trend']:.2f} (CPU per move x{out['cpu_trend']:.2f})"
              if out["move_trend"] is not None else ""))
-    print(f"  saved to {out['saved_to']}")
+    if directory is not None:
+        print(f"  saved to {out['saved_to']}")
     return 0

@@ -38,10 +38,10 @@ from engine.mpi.clock import synchronise
 from engine.mpi.comm import CONTROL, Endpoint
 from engine.mpi.config import DistributedConfig
 from engine.mpi.host import Host, make_host
-from engine.mpi.recorder import SAMPLE_EVERY, TELEMETRY_EVERY, Recorder, run_recorded
+from engine.mpi.recorder import IO_WORKER, SAMPLE_EVERY, Recorder, run_recorded
 from engine.mpi.workers import WorkerPool
 from model.errors import ConfigError, UserError
-from model.roles.base import CONTINUE
+from model.roles.base import CONTINUE, IO
 
 IDLE_WAIT = 0.0001  # longest nap of an idle IO thread: a message waits about half of it (0.5 ms: 2.5x fewer sims/s)
 # A nap costs far more than IDLE_WAIT: ~185 us on the 2-core VM when idle, and on a loaded machine the woken
@@ -186,6 +186,7 @@ class RankRuntime:
         from engine.mpi.summary import summarise
 
         result = summarise(cfg, self.control, host.result(self.control.reports), t_end)
+        self.rec.finish(result, t_end)
         if cfg.trace:
             self._finish_trace(result, t_end)
         return result
@@ -219,6 +220,8 @@ class RankRuntime:
                                 control.on_message(src, payload, t_recv)
                             else:
                                 apply(host.on_message(src, kind, sim_id, payload))
+                if rec.active:  # the IO thread's own work, on its lane of the trace
+                    rec.io_packages.append((t_recv, now(), IO_WORKER, IO, -1))
             if local:
                 worked = True
                 with lock:
@@ -305,7 +308,7 @@ class RankRuntime:
         """Run one package on the IO thread; returns the time it ended."""
         now, execute = self.now, self.host.execute
         if self.rec.active:
-            result, start, t1 = run_recorded(pkg, execute, self.host.describe, now, 0, self.rec.io_packages)
+            result, start, t1 = run_recorded(pkg, execute, self.host.describe, now, IO_WORKER, self.rec.io_packages)
         else:
             start = now()
             result = execute(pkg)
@@ -349,16 +352,7 @@ class RankRuntime:
             t = self.now()
         counters = self.host.counters()
         busy = self.rec.sample(t, self.busy_time(), self.workers, self.queue_len(), counters)
-        if self.rec.sender is not None and t >= self.rec.next_telemetry:
-            self.rec.next_telemetry = t + TELEMETRY_EVERY
-            meta = None
-            if self.rec.sender.sent % 20 == 0:  # now and then, for a dashboard that joins late
-                from model.game import trace_board
-
-                meta = {"algo": self.config.algo, "game": self.config.game,
-                        "board": trace_board(self.config.game, self.config.board),
-                        "ranks": self._ranks(), "threads": self.config.threads, "runtime": "engine"}
-            self.rec.push_telemetry(t, busy, self.queue_len(), counters, self.ep.sent, meta)
+        self.rec.push_telemetry(t, busy, counters, self)
 
     def _report(self) -> dict[str, Any]:
         t = self.now()

@@ -39,6 +39,13 @@ def make_figure(title: str, help_text: str, x_label: str, y_label: str, *, x_ran
     return p
 
 
+def outside_legend(p, place: str = "right") -> None:
+    """Move a figure's legend beside the plot, where it covers no data."""
+    leg = p.legend[0]
+    p.center = [c for c in p.center if c is not leg]
+    p.add_layout(leg, place)
+
+
 def integer_ticks(axis) -> None:
     """Rank axes: ticks on whole numbers only."""
     axis.ticker = BasicTicker(min_interval=1)
@@ -69,11 +76,24 @@ def caption(text: str, width: int = 560) -> Div:
     return Div(text=f"<div style='font-size:9.5pt;color:#555;max-width:{width}px'>{text}</div>", width=width)
 
 
+def window_caption(data: RunData) -> str:
+    """What 'the window' means for the plots that sum over one, in this mode."""
+    if data.source == "live":
+        return ("the window is the one chosen above: since the run started, or the last seconds of the telemetry "
+                "received so far.")
+    return "the window is the replay's window (default: from the start to the time slider's time)."
+
+
 def window_bounds(data: RunData, t: float | None, window: float | None) -> tuple[float, float]:
     """(t0, t1] for a replay at time t showing the last `window` seconds (None: since the start)."""
     t1 = data.t_end if t is None else float(t)
     t0 = -np.inf if window is None else t1 - float(window)
     return t0, t1
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """ "1 thread", "2 threads" (n with thousands separators)."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
 def fmt_s(t: float) -> str:

@@ -14,7 +14,8 @@ from bokeh.palettes import Category20, Inferno256
 
 from viz.rundata import RunData
 from viz.views.base import View
-from viz.views.common import caption, integer_ticks, make_figure, mark_ending, rank_colors, window_bounds
+from viz.views.common import (caption, integer_ticks, make_figure, mark_ending, outside_legend, rank_colors,
+                               window_bounds, window_caption)
 
 BROADCAST_KINDS = ["SYNC", "BCAST", "DUP"]
 MAX_MATRIX_SIDE = 128  # above this many ranks, the matrix sums blocks of ranks (and says so)
@@ -88,11 +89,17 @@ class MessageTraffic(View):
             "Broadcast network (window)", "Ranks as nodes (large: broadcast ranks, small: search ranks), drawn with "
             "a networkx layout; a link for each pair that exchanged SYNC/BCAST/DUP messages (all kinds if the run "
             "has none), its width proportional to the messages it carried in the window.",
-            "layout x (arbitrary units)", "layout y (arbitrary units)", width=470, height=440,
-            x_range=Range1d(-1.25, 1.25), y_range=Range1d(-1.25, 1.25))
+            "", "", width=470, height=440, x_range=Range1d(-1.25, 1.25), y_range=Range1d(-1.25, 1.25))
         lk = self.graph_fig.segment("x0", "y0", "x1", "y1", source=self.links, line_width="width", color="#888",
                                     alpha=0.7)
-        nd = self.graph_fig.scatter("x", "y", size="size", color="color", source=self.nodes, line_color="black")
+        nd = self.graph_fig.scatter("x", "y", size="size", color="color", source=self.nodes, line_color="black",
+                                    legend_field="role")
+        self.graph_fig.text("x", "y", text="rank", source=self.nodes, x_offset=8, y_offset=-4, text_font_size="8pt",
+                            text_color="#333")
+        self.graph_fig.axis.visible = False  # a drawing of the topology: its coordinates mean nothing
+        outside_legend(self.graph_fig, "above")
+        self.graph_fig.legend.orientation = "horizontal"
+        self.graph_fig.legend.title = "link width = messages in the window"
         self.graph_fig.add_tools(HoverTool(renderers=[nd], tooltips=[
             ("rank", "@rank (@role)"), ("sent", "@sent{0,0} messages"), ("received", "@received{0,0} messages")]))
         self.graph_fig.add_tools(HoverTool(renderers=[lk], line_policy="interp", tooltips=[
@@ -242,4 +249,4 @@ class MessageTraffic(View):
         return column(row(self.kind_select, self.metric),
                       row(column(self.mat_fig, self.mat_note), column(self.graph_fig, self.graph_note)),
                       self.rate_fig,
-                      caption("The window is the replay's window (default: from the start to the slider's time)."))
+                      caption(window_caption(self.data)))
