@@ -12,7 +12,7 @@ actually played is found again); new_game and undo start afresh. Budget per move
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
@@ -29,6 +29,10 @@ class PlayerConfig(SearchConfig, TimeConfig):
     """Everything the player can be told; every field is a --param key (or its own flag)."""
 
     algo: str = "sequential"
+    # the in-tree policy settings whose default differs by algorithm (model.roles.params.UCT_DEFAULTS: dfuct's
+    # c and rave): None takes the algorithm's own, a value set here overrides it
+    c: float | None = None
+    rave: bool | None = None
     sims: int | None = None          # simulations per move (fixed)
     seconds: float | None = None     # seconds per move (fixed)
     ranks: int | None = None         # MPI algorithms
@@ -39,7 +43,7 @@ class PlayerConfig(SearchConfig, TimeConfig):
     algo_params: dict = field(default_factory=dict)
 
     def validate(self) -> None:
-        SearchConfig.validate(replace(self, threads=self.threads or 1))
+        self.part(SearchConfig).validate()
         TimeConfig.validate(self)
         check(self.sims is None or self.sims >= 1, "sims", "must be >= 1")
         check(self.seconds is None or self.seconds > 0, "seconds", "must be > 0")
@@ -48,7 +52,7 @@ class PlayerConfig(SearchConfig, TimeConfig):
 
         algorithms.get(self.algo)  # an unknown or unavailable algorithm is an error now, not at genmove
         check(isinstance(self.algo_params, dict), "algo_params", "must be a table of key = value")
-        self.algo_config()
+        self.algo_config().validate()  # a setting the algorithm can't run with, too (dfuct with rave on)
 
     def algo_config(self):
         """The algorithm's config: the shared fields it has, then algo_params."""
@@ -59,10 +63,10 @@ class PlayerConfig(SearchConfig, TimeConfig):
         return with_overrides(cfg, self.algo_params) if self.algo_params else cfg
 
     def part(self, cls):
-        """The fields of this config that `cls` (a config dataclass) has, as a `cls`; threads left unset take
-        `cls`'s default."""
+        """The fields of this config that `cls` (a config dataclass) has, as a `cls`; fields left unset (None:
+        threads, c, rave) take `cls`'s default."""
         names = {f.name for f in fields(cls)} - {"algo_params"}
-        return cls(**{k: v for k, v in asdict(self).items() if k in names and not (k == "threads" and v is None)})
+        return cls(**{k: v for k, v in asdict(self).items() if k in names and v is not None})
 
 
 def merge_children(a: list[RootChild], b: list[RootChild]) -> list[RootChild]:

@@ -1,6 +1,7 @@
 """GTP v2 engine: framing, every command, errors, and `treesplit gtp` in a subprocess."""
 
 import random
+import re
 import subprocess
 
 import pytest
@@ -449,3 +450,36 @@ def test_treesplit_gtp_quit_and_bad_flags(run_cli):
     assert r.returncode == 0 and r.stdout == "= \n\n"
     r = run_cli("gtp", "--param", "no_such_setting=1", input="", timeout=300)
     assert r.returncode == 2 and "treesplit: error:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_algorithms_own_policy_defaults_win_unless_set():
+    """df-UCT's ranks merge no AMAF data: the player's flags leave it its rave=off and c=0.7, unless set; an
+    explicit rave=on is refused when the player is configured, before any rank starts."""
+    import argparse
+
+    from engine.commands.gtp import player_config
+    from model.errors import ConfigError
+
+    def config(algo, *params):
+        return player_config(argparse.Namespace(algo=algo, sims=50, seconds=None, threads=1, ranks=2, seed=None,
+                                                param=list(params))).algo_config()
+
+    dfuct = config("dfuct")
+    assert (dfuct.rave, dfuct.c) == (False, 0.7)
+    assert config("dfuct", "c=0.4").c == 0.4
+    assert config("treesplit").rave is True and config("sequential", "rave=off").rave is False
+    with pytest.raises(ConfigError, match="rave: dfuct"):
+        config("dfuct", "rave=on")
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(300)
+def test_treesplit_gtp_dfuct_plays(run_cli):
+    r = run_cli("gtp", "--algo", "dfuct", "--ranks", "2", "--threads", "1", "--sims", "50",
+                input="boardsize 9\ngenmove b\nquit\n", timeout=240)
+    assert r.returncode == 0, r.stderr[-2000:]
+    replies = r.stdout.split("\n\n")
+    assert re.fullmatch(r"= ([A-HJ][1-9]|pass|resign)", replies[1], re.I), r.stdout  # was "? the MPI session ..."
+    r = run_cli("gtp", "--algo", "dfuct", "--param", "rave=on", input="boardsize 9\ngenmove b\n", timeout=120)
+    assert r.returncode == 2 and "rave: dfuct" in r.stderr and "Traceback" not in r.stderr
+    assert r.stdout == ""  # refused before the first command was read

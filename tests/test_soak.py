@@ -13,9 +13,8 @@ pytestmark = [pytest.mark.mpi, pytest.mark.timeout(300)]
 
 @pytest.mark.parametrize("algo", ALGORITHMS)
 def test_rank_memory_stays_flat_over_five_games(algo):
-    rave = ["--param", "rave=off"] if algo == "dfuct" else []  # dfuct keeps no AMAF statistics
     args = build_parser().parse_args(["bench", "soak", "--algo", algo, "--ranks", "2", "--threads", "1",
-                                      "--sims", "60", "--param", "tt_mb=64", *rave, "--games", "5", "--moves", "3"])
+                                      "--sims", "60", "--param", "tt_mb=64", "--games", "5", "--moves", "3"])
     rows = soak(args)
     first, fifth = rows[0]["rss_mib"], rows[4]["rss_mib"]
     assert sorted(first) == sorted(fifth) == [0, 1]  # both ranks' memory read, every game

@@ -35,14 +35,13 @@ from numba import njit
 
 from model import game
 from model.atomics import atomic_add, atomic_add2
-from model.errors import ConfigError
 from model.ownership import owner
 from model.rng import new_rng
 from model.roles.base import EXPAND, PLAYOUT, SELECT, UPDATE, Actions, Layout, Package, Setup
 from model.roles.fastcall import Bound
 from model.roles.messages import FRAME, MOVE, PLAYOUT_FWD, STEP, Message, Result, Steps
 from model.roles.messages import UPDATE as UPDATE_MSG
-from model.roles.params import DfuctParams, TreesplitParams
+from model.roles.params import DfuctParams, TreesplitParams, check_uct
 from model.roles.steps import ST_LOSS, ST_MOVE, Y_TRACK
 from model.roles.treesplit import Sim, TreesplitSearch
 from model.tt import lookup
@@ -168,9 +167,7 @@ class DfuctSearch(TreesplitSearch):
                  params: DfuctParams | None = None, table=None):
         self.df = params or DfuctParams()
         uct = uct or UctParams(rave=False, c=0.7)
-        if uct.rave:
-            raise ConfigError("rave: dfuct reports merged visit counts and rewards, without AMAF data; "
-                              "use rave=off")
+        check_uct("dfuct", uct)
         ts = TreesplitParams(table_mb=self.df.table_mb, overload=self.df.overload, n_dup=math.inf,
                              share_root=False, balance_k=self.df.balance_k,
                              forward_playouts=self.df.forward_playouts, dup_rows=1)

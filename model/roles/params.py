@@ -132,6 +132,14 @@ ALGO_DEFAULTS: dict[str, dict[str, Any]] = {"tds": {"n_dup": math.inf, "share_ro
 UCT_DEFAULTS: dict[str, dict[str, Any]] = {"dfuct": {"rave": False, "c": 0.7}}
 
 
+def check_uct(algo: str, uct: UctParams) -> None:
+    """The in-tree policy settings an algorithm can't run with: a ConfigError (at configuration, before any
+    rank starts)."""
+    if algo == "dfuct" and uct.rave:
+        raise ConfigError("rave: dfuct reports merged visit counts and rewards, without AMAF data; "
+                          "use rave=off (dfuct's default)")
+
+
 def split_params(algo: str, values: dict[str, Any]) -> tuple[UctParams, Any]:
     """(UctParams, algorithm params) from one dict of key -> value (strings are coerced)."""
     if algo not in ALGO_PARAMS:
@@ -146,6 +154,7 @@ def split_params(algo: str, values: dict[str, Any]) -> tuple[UctParams, Any]:
     uct_values = dict(UCT_DEFAULTS.get(algo, {}))
     uct_values.update({k: v for k, v in values.items() if k in uct_keys})
     uct = from_dict(UctParams, uct_values)
+    check_uct(algo, uct)
     own = dict(ALGO_DEFAULTS.get(algo, {}))
     own.update({k: v for k, v in values.items() if k in algo_keys})
     return uct, from_dict(cls, own)
