@@ -1,9 +1,11 @@
-"""The algorithm registry: name -> how to configure it and build its searcher.
+"""The engine's algorithm registry: name -> how to configure it and build its searcher.
 
-`treesplit search`, `treesplit gtp` and the Player look algorithms up here and never name one in code.
-Shared-memory algorithms (sequential, tree) register below. The MPI algorithms (leaf, root, tds, dfuct,
-treesplit, hybrid) register from the modules in PROVIDERS, imported on first use if present; each gives
-its own config class (a dataclass with validate(); --param keys are its fields) and `needs_mpi=True`.
+`treesplit search`, `treesplit gtp` and the Player look algorithms up here and never name one in code. What
+an algorithm is (its name, whether it runs on ranks, its layout rules) is model/algorithms.py's table; this
+module adds how the engine runs each: shared-memory algorithms (sequential, tree, inflight) register below
+with their searcher classes, the distributed ones come from engine/mpi/algorithms.py (imported on first use:
+it loads MPI and the roles), each with its own config class (a dataclass with validate(); --param keys are
+its fields) and `needs_mpi=True`.
 A searcher has `search(Position, Budget, plan=None) -> SearchResult`, `reset()` and `close()`
 (engine/sequential.py). MPI algorithms that run as a job rather than in-process give `run` instead:
 `run(args) -> exit code`, called by `treesplit search` with its parsed arguments (--ranks, --bcast-ranks,
@@ -12,17 +14,14 @@ A searcher has `search(Position, Budget, plan=None) -> SearchResult`, `reset()` 
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from model import algorithms as table
 from model.config import from_dict, with_overrides
 from model.errors import UserError
 
-# The distributed algorithms of DESIGN.md; named so an unavailable one gives a clear message.
-MPI_ALGORITHMS = ("leaf", "root", "tds", "dfuct", "treesplit", "hybrid")
-# Modules that register more algorithms when imported (skipped if they do not exist yet).
-PROVIDERS = ("engine.mpi.algorithms",)
+MPI_ALGORITHMS = table.DISTRIBUTED
 
 
 @dataclass(frozen=True)
@@ -36,40 +35,24 @@ class Algorithm:
 
 
 _REGISTRY: dict[str, Algorithm] = {}
-_providers_loaded = False
 
 
 def register(algo: Algorithm) -> None:
     _REGISTRY[algo.name] = algo
 
 
-def _load_providers() -> None:
-    global _providers_loaded
-    if _providers_loaded:
-        return
-    _providers_loaded = True
-    for mod in PROVIDERS:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as e:
-            if e.name is None or not mod.startswith(e.name):
-                raise
-
-
 def names() -> list[str]:
-    _load_providers()
-    return sorted(_REGISTRY)
+    return sorted(table.ALGORITHMS)
 
 
 def get(name: str) -> Algorithm:
-    _load_providers()
-    if name in _REGISTRY:
-        return _REGISTRY[name]
-    if name in MPI_ALGORITHMS:
-        raise UserError(f"algorithm {name!r} needs MPI ranks and is not available yet "
-                        f"(available: {', '.join(names())})")
-    raise UserError(f"unknown algorithm {name!r} (available: {', '.join(names())}; "
-                    f"planned: {', '.join(a for a in MPI_ALGORITHMS if a not in _REGISTRY)})")
+    if name not in table.ALGORITHMS:
+        raise UserError(f"unknown algorithm {name!r} (available: {', '.join(names())})")
+    if name not in _REGISTRY:  # a distributed one, not loaded yet
+        from engine.mpi.algorithms import register_all
+
+        register_all()
+    return _REGISTRY[name]
 
 
 def make_config(name: str, params: dict[str, Any] | None = None, **settings: Any):
@@ -93,12 +76,10 @@ def _builtin() -> None:
     from engine.sequential import SearchConfig, SequentialSearcher
     from engine.tree_parallel import TreeSearcher
 
-    register(Algorithm("sequential", "UCT on one core (the reference)", SearchConfig, SequentialSearcher))
-    register(Algorithm("tree", "one process, threads on one shared tree with virtual loss", SearchConfig,
-                       TreeSearcher))
-    register(Algorithm("inflight", "the sequential search with S_par simulations in flight (virtual loss), one "
-                       "core: the strength cost of parallelism alone (seed 000 Figure 4.15)", InFlightConfig,
-                       InFlightSearcher))
+    for name, config_cls, searcher in (("sequential", SearchConfig, SequentialSearcher),
+                                       ("tree", SearchConfig, TreeSearcher),
+                                       ("inflight", InFlightConfig, InFlightSearcher)):
+        register(Algorithm(name, table.get(name).description, config_cls, searcher))
 
 
 _builtin()

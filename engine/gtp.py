@@ -6,6 +6,14 @@ terminating blank line — and never raises: bad input answers `? message`. Read
 is engine/commands/gtp.py's job, so tests and the match runner drive this class directly.
 
 Case rules (GTP v2 section 2): command names are case sensitive; colours, vertices and `pass` are not.
+
+Analysis (the extension Leela Zero introduced and Sabaki, Lizzie and KataGo's GUIs speak): `lz-analyze
+[color] [interval]` (also `kgs-analyze`, and `kata-analyze` with KataGo's numbers) answers `=` and then, every
+interval centiseconds until the next command arrives, one line of candidate moves:
+    info move D4 visits 120 winrate 5321 lcb 5102 order 0 pv D4 Q16 D16 info move Q16 visits ...
+(winrate and lcb, its 95% Wilson lower bound, in 1/10000 for the side to move; kata-analyze: fractions).
+The next command ends it with the blank line. handle() answers the `=` line and leaves `analysis` set; the
+I/O loop then calls run_analysis() until a line arrives (engine/commands/gtp.py).
 """
 
 from __future__ import annotations
@@ -18,10 +26,14 @@ from pathlib import Path
 from typing import Callable
 
 from model.errors import UserError
+from model.stats import wilson_interval
 
 BLACK, WHITE = 0, 1
 MIN_SIZE, MAX_SIZE = 2, 19
 PROTOCOL_VERSION = "2"
+# A clock beyond these is a controller's mistake, not a game: a month of thinking time, stones in a period
+MAX_CLOCK_SECONDS = 30 * 24 * 3600
+MAX_PERIOD_STONES = 1000
 
 
 class GtpError(Exception):
@@ -97,6 +109,64 @@ def format_score(score: float) -> str:
     return f"{'B' if score > 0 else 'W'}+{abs(score):g}"
 
 
+@dataclass
+class Analysis:
+    """An analysis request: whose move, how often to report, how many candidates, which numbers."""
+
+    color: int
+    interval: float      # seconds between two info lines
+    max_moves: int       # most candidates per line (0: all searched)
+    style: str           # "lz": winrate in 1/10000 (lz-analyze, kgs-analyze); "kata": fractions
+
+
+ANALYZE_STYLES = {"lz-analyze": "lz", "kgs-analyze": "lz", "kata-analyze": "kata"}
+MAX_INTERVAL_CS = 360_000  # an hour between two reports is no longer watching
+
+
+def parse_analysis(args: list[str], to_move: int, style: str) -> Analysis:
+    """`[color] [interval] [interval N] [maxmoves N] [minmoves N]` (Leela Zero's and KataGo's forms)."""
+    words = list(args)
+    color = to_move
+    if words and words[0].lower() in ("b", "w", "black", "white"):
+        color = parse_color(words.pop(0))
+    interval, max_moves = 100, 0
+    if words and words[0].isdigit():
+        interval = int(words.pop(0))
+    while words:
+        key = words.pop(0)
+        if not words:
+            raise GtpError(f"syntax error (analysis option {key!r} needs a value)")
+        value = words.pop(0)
+        if key not in ("interval", "maxmoves", "minmoves"):
+            raise GtpError(f"syntax error (unknown analysis option {key!r}; known: interval, maxmoves, minmoves)")
+        if not value.isdigit():
+            raise GtpError(f"syntax error ({key} is a whole number >= 0, got {value!r})")
+        if key == "interval":
+            interval = int(value)
+        elif key == "maxmoves":
+            max_moves = int(value)
+        # minmoves: every searched candidate is reported anyway
+    if not 1 <= interval <= MAX_INTERVAL_CS:
+        raise GtpError(f"syntax error (interval is 1..{MAX_INTERVAL_CS} centiseconds, got {interval})")
+    return Analysis(color, interval / 100.0, max_moves, style)
+
+
+def format_analysis(children, pvs: dict[int, list[int]], vertex: Callable[[int], str], req: Analysis) -> str:
+    """One info line: the searched candidates (model.uct.RootChild), most visited first (empty when nothing is
+    searched yet)."""
+    kids = sorted((c for c in children if c.visits > 0 and math.isfinite(c.value)), key=lambda c: -c.visits)
+    if req.max_moves:
+        kids = kids[: req.max_moves]
+    parts = []
+    for order, c in enumerate(kids):
+        lcb = wilson_interval(c.value * c.visits, c.visits)[0]  # the winrate's 95% lower confidence bound
+        win = f"{int(round(10000 * c.value))}" if req.style == "lz" else f"{c.value:.6f}"
+        low = f"{int(round(10000 * lcb))}" if req.style == "lz" else f"{lcb:.6f}"
+        pv = " ".join(vertex(a) for a in pvs.get(c.action, [c.action]))
+        parts.append(f"info move {vertex(c.action)} visits {c.visits} winrate {win} lcb {low} order {order} pv {pv}")
+    return " ".join(parts)
+
+
 def _one_line(msg: str) -> str:
     return " ".join(msg.split()) or "failed"
 
@@ -144,6 +214,7 @@ class GtpEngine:
         self.now = now
         self.quit = False
         self.last_traceback: str | None = None  # set when a command failed on an internal error
+        self.analysis: Analysis | None = None   # set by an analyze command: the I/O loop runs it
         self.commands: dict[str, Callable[[list[str]], str]] = {
             "protocol_version": lambda a: PROTOCOL_VERSION,
             "name": lambda a: self.name,
@@ -165,6 +236,8 @@ class GtpEngine:
             "time_settings": self.cmd_time_settings,
             "time_left": self.cmd_time_left,
             "loadsgf": self.cmd_loadsgf,
+            "printsgf": self.cmd_printsgf,
+            **{name: (lambda a, style=style: self.cmd_analyze(a, style)) for name, style in ANALYZE_STYLES.items()},
         }
         self._reset()
 
@@ -182,6 +255,7 @@ class GtpEngine:
             if not words:
                 return f"?{cid} syntax error (missing command)\n\n"
         name, args = words[0], words[1:]
+        self.analysis = None
         fn = self.commands.get(name)
         if fn is None:
             return f"?{cid} unknown command\n\n"
@@ -193,6 +267,8 @@ class GtpEngine:
         except Exception as e:  # an engine bug must not kill the session
             self.last_traceback = traceback.format_exc()
             return f"?{cid} internal error: {type(e).__name__}: {_one_line(str(e))}\n\n"
+        if self.analysis is not None:  # the response stays open: run_analysis() streams it
+            return f"={cid}\n"
         if "\n" in result:
             # A response never holds an empty line (that would end it early); a leading newline stays,
             # so that a board starts on its own line after "=id ".
@@ -319,6 +395,16 @@ class GtpEngine:
             raise GtpError(f"syntax error (unknown status {args[0]!r})")
         return " ".join(self.game.final_status_list(status))
 
+    @staticmethod
+    def _clock_values(seconds: float, stones: int, what: str) -> None:
+        """A clock's seconds and stones must be a possible clock: not negative, not NaN, not absurd."""
+        if not math.isfinite(seconds) or seconds < 0:
+            raise GtpError(f"syntax error ({what} must be a number of seconds >= 0, got {seconds:g})")
+        if seconds > MAX_CLOCK_SECONDS:
+            raise GtpError(f"syntax error ({what} {seconds:g} s is more than {MAX_CLOCK_SECONDS} s)")
+        if not 0 <= stones <= MAX_PERIOD_STONES:
+            raise GtpError(f"syntax error (stones must be 0..{MAX_PERIOD_STONES}, got {stones})")
+
     def cmd_time_settings(self, args: list[str]) -> str:
         self._args(args, 3, "main_time byo_yomi_time byo_yomi_stones")
         try:
@@ -327,6 +413,8 @@ class GtpEngine:
             raise GtpError("syntax error (time settings are integers)") from None
         if min(main, byo, stones) < 0:
             raise GtpError("syntax error (negative time setting)")
+        self._clock_values(main, stones, "main time")
+        self._clock_values(byo, stones, "byo-yomi time")
         self.clock = Clock.from_settings(main, byo, stones)
         self.player.set_time_settings(main, byo, stones)
         return ""
@@ -338,9 +426,45 @@ class GtpEngine:
             t, stones = float(args[1]), int(args[2])
         except ValueError:
             raise GtpError("syntax error (time is a number, stones an integer)") from None
+        self._clock_values(t, stones, "time")
         if math.isinf(self.clock.main_time):  # time_left without time_settings: a clock all the same
             self.clock.main_time = t
         self.clock.left[color], self.clock.stones[color] = t, stones
+        return ""
+
+    def cmd_analyze(self, args: list[str], style: str) -> str:
+        if not hasattr(self.player, "analyze"):
+            raise GtpError("this player cannot analyze")
+        self.analysis = parse_analysis(args, self.game.to_move, style)
+        return ""
+
+    def run_analysis(self, write: Callable[[str], None], until: Callable[[], bool]) -> None:
+        """Stream the pending analysis: search `interval` seconds more, write an info line, again, until
+        `until()` is true (the I/O loop's: the next command has arrived), then return; the caller ends the
+        response."""
+        req, self.analysis = self.analysis, None
+        if req is None:
+            return
+        resume(self.game)
+        children = None
+        try:
+            while not until():
+                children, pvs = self.player.analyze(self.game, req.color, req.interval, children)
+                line = format_analysis(children, pvs, self._vertex_name, req)
+                if line:
+                    write(line + "\n")
+        except Exception:  # an engine bug must not kill the session: the next command still gets an answer
+            self.last_traceback = traceback.format_exc()
+
+    def cmd_printsgf(self, args: list[str]) -> str:
+        """The game so far as SGF; with a file name, written there instead (GTP: `printsgf [filename]`)."""
+        data = self.game.to_sgf()
+        if not args:
+            return data.decode("utf-8").strip()
+        try:
+            Path(args[0]).write_bytes(data)
+        except OSError as e:
+            raise GtpError(f"cannot write {args[0]} ({e.strerror or e})") from None
         return ""
 
     def cmd_loadsgf(self, args: list[str]) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 from engine.sequential import SearchConfig
 from engine.timecontrol import Allocation, Budget, ClockState, ThinkPlan, TimeConfig, allocate
 from model.config import check
+from model.uct import RootChild
 
 DEFAULT_SIMS = 10_000
 
@@ -28,16 +29,21 @@ class PlayerConfig(SearchConfig, TimeConfig):
     """Everything the player can be told; every field is a --param key (or its own flag)."""
 
     algo: str = "sequential"
+    # the in-tree policy settings whose default differs by algorithm (model.roles.params.UCT_DEFAULTS: dfuct's
+    # c and rave): None takes the algorithm's own, a value set here overrides it
+    c: float | None = None
+    rave: bool | None = None
     sims: int | None = None          # simulations per move (fixed)
     seconds: float | None = None     # seconds per move (fixed)
     ranks: int | None = None         # MPI algorithms
+    threads: int | None = None       # None: the algorithm's default (1; MPI ranks: the fast count for the cores)
     policy: str = "light"            # Go playout policy: random | light
     # the algorithm's own settings that the player does not share (e.g. {"n_dup": 2048} for treesplit,
     # {"s_par": 16} for inflight), applied over the shared ones; an unknown key is a ConfigError
     algo_params: dict = field(default_factory=dict)
 
     def validate(self) -> None:
-        SearchConfig.validate(self)
+        self.part(SearchConfig).validate()
         TimeConfig.validate(self)
         check(self.sims is None or self.sims >= 1, "sims", "must be >= 1")
         check(self.seconds is None or self.seconds > 0, "seconds", "must be > 0")
@@ -46,7 +52,7 @@ class PlayerConfig(SearchConfig, TimeConfig):
 
         algorithms.get(self.algo)  # an unknown or unavailable algorithm is an error now, not at genmove
         check(isinstance(self.algo_params, dict), "algo_params", "must be a table of key = value")
-        self.algo_config()
+        self.algo_config().validate()  # a setting the algorithm can't run with, too (dfuct with rave on)
 
     def algo_config(self):
         """The algorithm's config: the shared fields it has, then algo_params."""
@@ -57,9 +63,21 @@ class PlayerConfig(SearchConfig, TimeConfig):
         return with_overrides(cfg, self.algo_params) if self.algo_params else cfg
 
     def part(self, cls):
-        """The fields of this config that `cls` (a config dataclass) has, as a `cls`."""
+        """The fields of this config that `cls` (a config dataclass) has, as a `cls`; fields left unset (None:
+        threads, c, rave) take `cls`'s default."""
         names = {f.name for f in fields(cls)} - {"algo_params"}
-        return cls(**{k: v for k, v in asdict(self).items() if k in names})
+        return cls(**{k: v for k, v in asdict(self).items() if k in names and v is not None})
+
+
+def merge_children(a: list[RootChild], b: list[RootChild]) -> list[RootChild]:
+    """Root children of two searches of one position as one: visits added, values weighted by visits."""
+    out: dict[int, list[float]] = {}
+    for c in (*a, *b):
+        if c.visits > 0:
+            n, v = out.setdefault(c.action, [0, 0.0])
+            out[c.action] = [n + c.visits, v + c.visits * c.value]
+    merged = [RootChild(act, int(n), v / n, 0, float("nan")) for act, (n, v) in out.items()]
+    return sorted(merged, key=lambda c: -c.visits)
 
 
 class Player:
@@ -118,17 +136,42 @@ class Player:
             return alloc.budget, ThinkPlan(self.time, alloc.budget, alloc.hard_limit)
         return Budget(sims=DEFAULT_SIMS), None
 
-    def genmove(self, game, color: int, cleanup: bool = False, time_left: float | None = None,
-                stones_left: int = 0) -> int | None:
-        """The action to play for `color` (0 Black, 1 White) in `game` (a GoGame), or None to resign."""
+    def _position(self, game, color: int):
+        """The search's start: `game`'s position with `color` to move."""
         from engine.sequential import Position
         from model.go import board
 
-        n = game.size * game.size
-        g = self._params(game)
         s = game.state.copy()
         board.set_to_move(s, color)
-        pos = Position(g, s, game.superko_array())
+        return Position(self._params(game), s, game.superko_array())
+
+    def analyze(self, game, color: int, seconds: float, so_far: list[RootChild] | None = None, lines: int = 10):
+        """Search `game`'s position with `color` to move for `seconds` more: (root children, {root action: its
+        principal variation}). The children's statistics cover this stretch and the earlier ones whose
+        children are `so_far` (a searcher that keeps the root's visits from one search to the next already
+        counts them; for the others they are added here). Every algorithm's searcher does it; the variations
+        of the `lines` most visited candidates where the searcher can tell them (sequential, tree:
+        `variations`), else of the best move alone."""
+        pos = self._position(game, color)
+        result = self.searcher.search(pos, Budget(seconds=seconds))
+        variations = getattr(self.searcher, "variations", None)
+        top = sorted((c for c in result.children if c.visits), key=lambda c: -c.visits)[:lines]
+        pvs = variations(pos, [c.action for c in top]) if variations else {}
+        if result.pv and result.pv[0] == result.action:
+            pvs.setdefault(result.action, list(result.pv))
+        children = result.children
+        if so_far and not getattr(self.searcher, "keeps_root_visits", True):
+            children = merge_children(so_far, children)
+        return children, pvs
+
+    def genmove(self, game, color: int, cleanup: bool = False, time_left: float | None = None,
+                stones_left: int = 0) -> int | None:
+        """The action to play for `color` (0 Black, 1 White) in `game` (a GoGame), or None to resign."""
+        from model.go import board
+
+        n = game.size * game.size
+        pos = self._position(game, color)
+        g, s = pos.g, pos.s
         budget, plan = self._budget(board.move_count(s), n, time_left, stones_left)
         result = self.searcher.search(pos, budget, plan)
         self.last_result = result

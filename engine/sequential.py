@@ -133,6 +133,7 @@ class SequentialSearcher:
     """UCT on one thread over a transposition table kept between searches."""
 
     name = "sequential"
+    keeps_root_visits = True  # a search of the same position adds to the root's visits (analysis relies on it)
 
     def __init__(self, config: SearchConfig, clock: Callable[[], float] = time.perf_counter):
         config.validate()
@@ -146,7 +147,8 @@ class SequentialSearcher:
 
     # -- table ---------------------------------------------------------------------------------------------
     def reset(self) -> None:
-        """Forget the tree (new game)."""
+        """Forget the tree (new game). The table is dropped, not emptied: a new one holds only the pages its
+        game touches (an emptied one would keep every page any game has touched, up to tt_mb)."""
         self.table = None
 
     def table_for(self, g: np.ndarray) -> tt.Table:
@@ -223,6 +225,18 @@ class SequentialSearcher:
             new_nodes=int(counters[uct.C_NEW]), seconds=seconds, root_visits=visits, root_value=root_value,
             children=kids, pv=uct.principal_variation(t, pos.g, pos.s), extensions=extensions,
             counters={name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)})
+
+    def variations(self, pos: Position, actions: list[int], max_len: int = 12) -> dict[int, list[int]]:
+        """Each root action's principal variation in the table (the action, then the most visited line from
+        the position it makes), for analysis: a GUI shows one per candidate move."""
+        out: dict[int, list[int]] = {}
+        if self.table is None:
+            return out
+        for a in actions:
+            s = pos.s.copy()
+            out[a] = [a] + (uct.principal_variation(self.table, pos.g, s, max_len - 1) if game.play(pos.g, s, a)
+                            else [])
+        return out
 
     def close(self) -> None:
         self.table = None

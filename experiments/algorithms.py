@@ -48,9 +48,6 @@ ALGOS = ("root", "leaf", "tds", "dfuct", "treesplit")
 PREDICTED = ("root", "leaf", "tds", "dfuct", "treesplit")
 STATISTICAL = ("root", "leaf", "tds", "treesplit")   # the others are predicted in functional fidelity
 BENCH_16 = ("bench_parallel_scaling-16core.json", "bench_parallel_scaling-16core-algos.json")
-# df-UCT's ranks merge visit counts and rewards but no AMAF data, so it plays without RAVE (the sequential
-# opponent and the other algorithms keep the player's default RAVE)
-NO_RAVE = ("dfuct",)
 GAME_TITLES = {"go": "Go 9x9", "loa": "Lines of Action"}
 PLAYOUT_BENCH = {"go": "bench-playouts-9-light.json", "loa": "bench-playouts-loa-knowledge.json"}
 
@@ -125,11 +122,11 @@ def measure_sequential(cfg: Config, game: str) -> dict:
 
 def bench_16core() -> pd.DataFrame:
     """The 16-core Xeon's measured points (Go 19x19, random playouts) from the kept benchmark files."""
-    from model.results import RESULTS_DIR
+    from model.results import REFERENCE_DIR
 
     rows = []
     for name in BENCH_16:
-        p = RESULTS_DIR / name
+        p = REFERENCE_DIR / name
         if not p.exists():
             continue
         d = json.loads(p.read_text())
@@ -147,11 +144,11 @@ def bench_16core() -> pd.DataFrame:
 
 def _playout_scale(game: str) -> float:
     """LOA's playout cost relative to Go 9x9's, from the playout benchmarks (1.0 for Go)."""
-    from model.results import RESULTS_DIR
+    from model.results import REFERENCE_DIR
 
     if game == "go":
         return 1.0
-    rate = {g: json.loads((RESULTS_DIR / f).read_text())["playouts_per_cpu_s_median"] for g, f in PLAYOUT_BENCH.items()}
+    rate = {g: json.loads((REFERENCE_DIR / f).read_text())["playouts_per_cpu_s_median"] for g, f in PLAYOUT_BENCH.items()}
     return rate["go"] / rate[game]
 
 
@@ -229,13 +226,11 @@ def measure_strength(cfg: Config, out: Path, kept_rows: pd.DataFrame | None = No
     from experiments.games import play, play_loa
     from model.config import from_dict
 
-    def rave(game: str, algo: str) -> bool:
-        return game == "go" and algo not in NO_RAVE
-
     def player(game: str, algo: str, ranks: int | None, seed: int) -> PlayerConfig:
+        # Go: each algorithm's own RAVE default (df-UCT's ranks merge no AMAF data, so it plays without); LOA: none
         return from_dict(PlayerConfig, {"algo": algo, "seconds": cfg.strength_seconds, "ranks": ranks,
                                         "threads": 1, "seed": seed, "policy": "light",
-                                        "rave": rave(game, algo)}, where="strength: ")
+                                        "rave": None if game == "go" else False}, where="strength: ")
 
     rows = [] if kept_rows is None else kept_rows.to_dict("records")
     tmp = Path(tempfile.mkdtemp(prefix="treesplit-algorithms-strength-"))
@@ -247,7 +242,7 @@ def measure_strength(cfg: Config, out: Path, kept_rows: pd.DataFrame | None = No
                 row = (play(ours, theirs, cfg.strength_games, tmp / algo, cfg.board, 7.0, 1, cfg.move_timeout)
                        if game == "go" else play_loa(ours, theirs, cfg.strength_games, tmp / f"loa-{algo}"))
                 rows.append({"game": game, "algo": algo, "ranks": cfg.strength_ranks, "opponent": "sequential",
-                             "rave": rave(game, algo),
+                             "rave": ours.algo_config().rave,
                              "seconds_per_move": cfg.strength_seconds, **{k: v for k, v in row.items()
                                                                           if k != "seconds_per_move"},
                              "our_seconds_per_move": row["seconds_per_move"]})

@@ -9,7 +9,8 @@ under a wall-clock budget after which the games played so far are kept.
     .venv/bin/python -m experiments.equal_time summarize --run "tree 2t vs sequential|conditions|/tmp/eq-tree"
 
 `summarize` pools every slot's games.csv of each run into one line (wins, losses, draws, win rate with its
-95% Wilson interval, Elo) and writes experiments/results/<name>.json plus one CSV of all games per run.
+95% Wilson interval, Elo) and writes results/<name>.json plus one CSV of all games per run (or --out DIR;
+--update-reference: experiments/results/).
 A slot needs 2 free cores (3 with `--algo treesplit`'s launcher): use it on a many-core machine, not on a
 loaded one.
 """
@@ -27,6 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from model.errors import UserError
+from model.results import add_output_flags, output_dir
 
 ALGO_ARGS = {"tree": ["--algo", "tree", "--threads", "2"],
              "treesplit": ["--algo", "treesplit", "--ranks", "2", "--threads", "1"],
@@ -85,7 +87,8 @@ def pooled(csvs: list[Path]) -> pd.DataFrame:
 
 def summarize(runs: list[tuple[str, str, list[Path]]], name: str, question: str,
               directory: Path | None = None) -> dict:
-    """runs: (label, conditions, games.csv files). Writes <name>.json and <name>-<k>.csv; returns the summary."""
+    """runs: (label, conditions, games.csv files). Writes <name>.json and <name>-<k>.csv to `directory` (None:
+    nowhere); returns the summary."""
     from model.results import write_csv, write_json
     from model.stats import match_stats
 
@@ -95,13 +98,15 @@ def summarize(runs: list[tuple[str, str, list[Path]]], name: str, question: str,
         counts = df["outcome"].value_counts()
         st = match_stats(int(counts.get("win", 0)), int(counts.get("loss", 0)), int(counts.get("draw", 0)))
         games_csv = f"{name}-{k}.csv"
-        write_csv(games_csv[:-4], df.to_dict("records"), directory)
+        if directory is not None:
+            write_csv(games_csv[:-4], df.to_dict("records"), directory)
         out["runs"].append({"label": label, "conditions": conditions, "games_csv": games_csv,
                             "mean_game_s": float(df["seconds"].mean()), "mean_moves": float(df["moves"].mean()),
                             **st.as_dict()})
         print(f"{label}: {st.wins}-{st.losses}-{st.draws} in {st.games} games, win rate {st.win_rate:.3f} "
               f"[{st.ci_low:.3f}, {st.ci_high:.3f}], Elo {st.elo:+.0f}  ({conditions})")
-    write_json(name, out, directory)
+    if directory is not None:
+        write_json(name, out, directory)
     return out
 
 
@@ -118,12 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--pin", action="store_true", help="confine each slot to 2 CPUs of its own (taskset)")
     r.add_argument("--seed", type=int, default=100)
     r.add_argument("--out", type=Path, required=True)
-    s = sub.add_parser("summarize", help="pool the slots' games into experiments/results/NAME.json")
+    s = sub.add_parser("summarize", help="pool the slots' games into results/NAME.json")
     s.add_argument("--run", action="append", required=True, metavar="LABEL|CONDITIONS|DIR[,DIR...]",
                    help="one run: a label, its conditions, and directories searched for games.csv files")
     s.add_argument("--name", default="strength-9x9-equal-time")
     s.add_argument("--question", default="Do tree (2 threads) and treesplit (2 ranks x 1 thread) beat the "
                    "sequential engine at equal wall time on 9x9 (issue 3)?")
+    add_output_flags(s)
     a = p.parse_args(argv)
     try:
         if a.cmd == "run":
@@ -138,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             dirs = [Path(x) for x in parts[2].split(",") if x]
             csvs = [f for d in dirs for f in ([d] if d.suffix == ".csv" else sorted(d.rglob("games.csv")))]
             runs.append((parts[0], parts[1], csvs))
-        summarize(runs, a.name, a.question)
+        summarize(runs, a.name, a.question, output_dir(a))
         return 0
     except UserError as e:
         print(f"treesplit: error: {e}", file=sys.stderr)

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from experiments.registry import EXPERIMENTS
-from model.results import RESULTS_DIR
+from model.results import REFERENCE_DIR
 
 README = Path(__file__).resolve().parent / "README.md"
 BEGIN, END = "<!-- index:begin -->", "<!-- index:end -->"
@@ -42,7 +42,7 @@ def _overrides(name: str, config: dict) -> str:
 def index_table() -> str:
     lines = ["| experiment | question | status | latest results (full run) | measured on |", "| --- | --- | --- | --- | --- |"]
     for e in EXPERIMENTS.values():
-        summary = RESULTS_DIR / e.name / "summary.json"
+        summary = REFERENCE_DIR / e.name / "summary.json"
         if e.module is None:
             status, res, where = "not built yet", "", ""
         elif summary.exists():

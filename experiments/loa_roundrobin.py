@@ -1,9 +1,9 @@
 """Table 5.2 of seed 001, in spirit: a round robin of the four serial LOA agents of Table 5.1 (PU-MC, PU-EF,
 FPU-MC, FPU-EF) at equal simulations per move, each pair playing --games games with colours alternating.
 The table (row beat column), each pair's win rate with its 95% Wilson interval and Elo difference, and
-every game go to experiments/results/<name>.json, the pairs and the ranking (each agent against the field:
-score, Wilson interval, Elo) to <name>.csv and <name>-ranking.csv, rewritten after each game so a long run
-can be watched (and a cut one still leaves its games).
+every game go to results/<name>.json (or --out DIR; --update-reference: experiments/results/), the pairs and
+the ranking (each agent against the field: score, Wilson interval, Elo) to <name>.csv and <name>-ranking.csv,
+rewritten after each game so a long run can be watched (and a cut one still leaves its games).
 
     .venv/bin/python -m experiments.loa_roundrobin --games 2 --sims 100        # smoke (about a minute)
     .venv/bin/python -m experiments.loa_roundrobin --games 200 --sims 1000     # the measurement (hours)
@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
 from model.errors import UserError
+from model.results import add_output_flags
 
 AGENT_NAMES = ("pu-mc", "pu-ef", "fpu-mc", "fpu-ef")
 
@@ -129,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--agents", default=",".join(AGENT_NAMES), help="comma-separated Table 5.1 agents")
     p.add_argument("--max-plies", type=int, default=300, help="a longer game is a draw (default 300)")
     p.add_argument("--jobs", type=int, default=1, help="games played at once (default 1)")
-    p.add_argument("--name", default="loa-roundrobin", help="results file experiments/results/<name>.json")
+    p.add_argument("--name", default="loa-roundrobin", help="results file <name>.json (default loa-roundrobin)")
+    add_output_flags(p)
     a = p.parse_args(argv)
     try:
         return run(a)
@@ -140,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(a: argparse.Namespace) -> int:
     from model.loa.policy import AGENTS
-    from model.results import write_csv, write_json
+    from model.results import output_dir, write_csv, write_json
 
+    directory = output_dir(a)
     agents = [x.strip() for x in a.agents.split(",") if x.strip()]
     if len(agents) < 2 or len(set(agents)) != len(agents) or any(x not in AGENTS for x in agents):
         raise UserError(f"--agents: two or more distinct of {', '.join(AGENTS)}")
@@ -155,13 +159,16 @@ def run(a: argparse.Namespace) -> int:
 
     def done(rec: dict) -> None:
         records.append(rec)
-        print(f"[{len(records)}/{len(jobs)}] {rec['black']} (B) vs {rec['white']} (W): {rec['end']} "
-              f"in {rec['plies']} plies, {rec['seconds']:.1f} s", flush=True)
-        summary = summarize(agents, records)
-        write_json(a.name, {"config": config, "summary": summary, "records": records,
-                            "complete": len(records) == len(jobs), "wall_seconds": time.perf_counter() - t0})
-        write_csv(a.name, summary["pairs"])
-        write_csv(f"{a.name}-ranking", summary["standings"])
+        if not a.quiet:
+            print(f"[{len(records)}/{len(jobs)}] {rec['black']} (B) vs {rec['white']} (W): {rec['end']} "
+                  f"in {rec['plies']} plies, {rec['seconds']:.1f} s", file=sys.stderr, flush=True)
+        if directory is not None:
+            summary = summarize(agents, records)
+            write_json(a.name, {"config": config, "summary": summary, "records": records,
+                                "complete": len(records) == len(jobs), "wall_seconds": time.perf_counter() - t0},
+                       directory)
+            write_csv(a.name, summary["pairs"], directory)
+            write_csv(f"{a.name}-ranking", summary["standings"], directory)
 
     if a.jobs == 1:
         for job in jobs:
@@ -171,9 +178,13 @@ def run(a: argparse.Namespace) -> int:
             for rec in pool.map(_play, jobs):
                 done(rec)
     summary = summarize(agents, records)
+    if a.json:
+        print(json.dumps({"config": config, "summary": summary}, default=float))
+        return 0
     print(format_table(agents, summary))
     print(f"median {summary['seconds_per_game_median']:.1f} s per game, {summary['plies_per_game_mean']:.0f} "
-          f"plies per game on average; written to experiments/results/{a.name}.json, .csv, -ranking.csv")
+          f"plies per game on average" + (f"; written to {directory / a.name}.json, .csv, -ranking.csv"
+                                          if directory is not None else ""))
     return 0
 
 

@@ -263,14 +263,19 @@ def main(argv: list[str] | None = None) -> int:
 
     from model.errors import ConfigError
 
+    from model.results import REFERENCE_DIR
+
     ap = argparse.ArgumentParser(prog="python -m experiments.parallel_degree",
                                  description="Pool the kept runs of parallel-degree (DIR/runs/*.csv) into DIR/points.csv "
                                              "and rebuild the report.")
     ap.add_argument("command", choices=["pool"])
-    ap.add_argument("--dir", type=Path, default=Path(__file__).parent / "results" / "parallel-degree")
+    where = ap.add_mutually_exclusive_group(required=True)  # the committed result changes only when asked to
+    where.add_argument("--dir", type=Path, help="a run directory (its runs/*.csv)")
+    where.add_argument("--update-reference", action="store_true",
+                       help="the committed reference run, experiments/results/parallel-degree/")
     args = ap.parse_args(argv)
     try:
-        pool_runs(args.dir)
+        pool_runs(REFERENCE_DIR / "parallel-degree" if args.update_reference else args.dir)
     except ConfigError as e:
         print(f"parallel-degree: {e}")
         return 2

@@ -4,10 +4,11 @@ experiments/configs/NAME.toml holds the full run's settings at the top level and
 the overrides that make a smoke run of seconds. The settings become the module's Config dataclass through
 model/config.py, so a bad key or value is one ConfigError naming it.
 
-Outputs in OUT (default experiments/results/NAME/, or results/experiments/NAME/ for --quick so a smoke run
-never overwrites kept results): one CSV per table of the outcome, summary.json (stamped with date and
-machine by model/results.py) and report.html. `report_only` rebuilds report.html from a kept run's CSVs and
-summary.json (its configuration) through the module's `outcome(cfg, tables)`, without running anything.
+Outputs in OUT (`treesplit experiment` picks it: results/experiments/NAME/, --out DIR, or with
+--update-reference the committed experiments/results/NAME/): one CSV per table of the outcome, summary.json
+(stamped with date and machine by model/results.py) and report.html. `report_only` rebuilds report.html from a
+kept run's CSVs and summary.json (its configuration) through the module's `outcome(cfg, tables)`, without
+running anything.
 """
 
 from __future__ import annotations
@@ -24,10 +25,9 @@ import pandas as pd
 
 from model.config import from_dict, parse_overrides, read_toml
 from model.errors import ConfigError
-from model.results import RESULTS_DIR, write_json
+from model.results import write_json
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
-QUICK_DIR = Path("results") / "experiments"
 
 
 def _scalar(text: str) -> Any:
@@ -106,16 +106,16 @@ def kept(out: Path, tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     return tables
 
 
-def run_experiment(name: str, quick: bool = False, out: str | Path | None = None,
-                   params: list[str] | None = None, inline: bool = False, report_only: bool = False,
-                   jobs: int | None = None) -> Path:
+def run_experiment(name: str, out: str | Path, quick: bool = False, params: list[str] | None = None,
+                   inline: bool = False, report_only: bool = False, jobs: int | None = None) -> tuple[Path, dict]:
+    """Run (or with report_only rebuild the report of) one experiment in `out`: (report.html, summary)."""
     from experiments import registry
     from experiments.report import write_report
 
     mod = registry.load(name)
-    d = Path(out) if out else (QUICK_DIR / name if quick else RESULTS_DIR / name)
+    d = Path(out)
     if report_only:
-        return rebuild_report(name, d, inline=inline)
+        return rebuild_report(name, d, inline=inline), json.loads((d / "summary.json").read_text())
     cfg = load_config(name, mod.Config, quick, list(params or []) + _jobs_param(mod, jobs))
     d.mkdir(parents=True, exist_ok=True)
     print(f"experiment {name}{' (quick)' if quick else ''} -> {d}", flush=True)
@@ -125,11 +125,11 @@ def run_experiment(name: str, quick: bool = False, out: str | Path | None = None
     for table, df in outcome.tables.items():
         df.to_csv(d / f"{table}.csv", index=False)
     config = dataclasses.asdict(cfg)
-    summary = write_json("summary", {"experiment": name, "question": mod.QUESTION, "quick": quick,
-                                     "config": config, "wall_s": round(wall, 1), "agreement": outcome.agreement,
-                                     "results": outcome.summary,
-                                     "tables": [f"{t}.csv" for t in outcome.tables]}, directory=d)
-    report = write_report(name, mod.QUESTION, mod.REFERENCE, config, outcome, d / "report.html", summary,
+    summary = {"experiment": name, "question": mod.QUESTION, "quick": quick, "config": config,
+               "wall_s": round(wall, 1), "agreement": outcome.agreement, "results": outcome.summary,
+               "tables": [f"{t}.csv" for t in outcome.tables]}
+    summary_path = write_json("summary", summary, directory=d)
+    report = write_report(name, mod.QUESTION, mod.REFERENCE, config, outcome, d / "report.html", summary_path,
                           quick=quick, inline=inline)
     print(f"  done in {wall:.0f} s: {report}", flush=True)
-    return report
+    return report, summary

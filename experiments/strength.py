@@ -4,10 +4,10 @@ level 10, at least 100 games with alternating colours; win rate with its 95% Wil
     .venv/bin/python -m experiments.strength                 # the full measurement (hours; see below)
     .venv/bin/python -m experiments.strength --games 2       # a smoke run
 
-It is `treesplit match` with the settings fixed, writing to experiments/results/strength-9x9/ (SGFs,
-games.csv, summary.json). The same run by hand:
+It is `treesplit match` with the settings fixed, writing to results/strength-9x9/ (SGFs, games.csv,
+summary.json; the committed reference run: --out experiments/results/strength-9x9). The same run by hand:
     treesplit match --opponent "gnugo --mode gtp --level 10 --chinese-rules" --games 100 --board 9 --komi 7
-        --sims 10000 --algo sequential --out experiments/results/strength-9x9
+        --sims 10000 --algo sequential --out results/strength-9x9
 GNU Go counts with Chinese (area) rules here, so its final_score is directly comparable to our
 Tromp-Taylor count. --jobs J plays J games at once (one core each): use it only on an otherwise idle machine.
 """
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--games", type=int, default=100)
     p.add_argument("--sims", type=int, default=10_000)
     p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--out", default="experiments/results/strength-9x9")
+    p.add_argument("--out", default="results/strength-9x9", help="directory (default results/strength-9x9)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     a = p.parse_args(argv)
     args = ["match", "--opponent", OPPONENT, "--games", str(a.games), "--board", "9", "--komi", "7",

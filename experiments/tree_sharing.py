@@ -8,19 +8,22 @@ tree 2t 9x9 10-20% fast (experiments/SIMULATOR.md, session 7).
     .venv/bin/python -m experiments.tree_sharing                      # 9x9 and 19x19, 5 rounds of 2 s -> results
     .venv/bin/python -m experiments.tree_sharing --seconds 0.2 --repeats 1 --no-save
 
-Prints and writes experiments/results/tree-sharing.json: medians over the rounds of sims/s and the ratios
+Prints and writes results/tree-sharing.json (or --out DIR; --update-reference refreshes experiments/results/):
+medians over the rounds of sims/s and the ratios
 tree/sequential, independent/sequential and tree/independent (the share the sharing leaves).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import threading
 
 from engine.benchmarks.parallel import prepared_searcher
 from model.errors import UserError
+from model.results import add_output_flags, output_dir, write_json
 
 
 def one_round(board: int, threads: int, seconds: float) -> dict[str, float]:
@@ -69,26 +72,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seconds", type=float, default=2.0, help="per search")
     p.add_argument("--repeats", type=int, default=5, help="rounds; medians are reported")
-    p.add_argument("--no-save", action="store_true")
+    add_output_flags(p)
     a = p.parse_args(argv)
     try:
         boards = a.board or [9, 19]
         if any(b not in (9, 13, 19) for b in boards) or a.threads < 2 or a.seconds <= 0 or a.repeats < 1:
             raise UserError("need --board 9, 13 or 19, --threads >= 2, --seconds > 0 and --repeats >= 1")
+        directory = output_dir(a)
         rows = measure(boards, a.threads, a.seconds, a.repeats)
     except UserError as e:
         print(f"tree_sharing: error: {e}", file=sys.stderr)
         return 2
+    result = {"command": "python -m experiments.tree_sharing " + " ".join(argv or sys.argv[1:]), "rows": rows}
+    if directory is not None:
+        result["saved_to"] = str(write_json("tree-sharing", result, directory))
+    if a.json:
+        print(json.dumps(result, default=float))
+        return 0
     for r in rows:
         print(f"{r['board']}x{r['board']}: sequential {r['sequential_sims_per_s']} sims/s, tree {r['threads']}t "
               f"{r['tree_vs_sequential']:.2f}x, {r['threads']} independent {r['independent_vs_sequential']:.2f}x, "
               f"tree / independent {r['tree_vs_independent']:.2f}")
-    if not a.no_save:
-        from model.results import write_json
-
-        print(write_json("tree-sharing", {"command": "python -m experiments.tree_sharing " + " ".join(argv or
-                                                                                                    sys.argv[1:]),
-                                          "rows": rows}))
+    if directory is not None:
+        print(f"written to {result['saved_to']}")
     return 0
 
 

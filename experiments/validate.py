@@ -45,11 +45,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from model.algorithms import DISTRIBUTED
 from model.errors import UserError
 
 FIGURES = ("sims_per_s", "messages_per_sim", "bytes_per_sim", "hops_per_sim", "busy_frac")
-MPI_ALGOS = ("treesplit", "tds", "root", "leaf", "dfuct", "hybrid")
-SHARED_ALGOS = ("sequential", "tree")
 GOAL = 0.15  # |relative error| the issue asks for
 
 
@@ -72,7 +71,7 @@ class Case:
 
     @property
     def mpi(self) -> bool:
-        return self.algo in MPI_ALGOS
+        return self.algo in DISTRIBUTED
 
 
 def cases(boards: list[int], quick: bool, cores: int | None = None) -> list[Case]:
@@ -176,7 +175,7 @@ def measure_mpi(case: Case, seconds: float, trace: str | None, params: dict[str,
     from engine.mpi import DistributedConfig, run_distributed
 
     cfg = DistributedConfig(algo=case.algo, game="go", board=case.board, komi=7.0, game_params={"policy": "random"},
-                            ranks=case.ranks, bcast_ranks=None if case.algo in ("treesplit", "hybrid") else 0,
+                            ranks=case.ranks, bcast_ranks=None,
                             threads=case.threads, seconds=seconds, params=dict(params), seed=seed, trace=trace,
                             trace_probe=trace is not None)
     res = run_distributed(cfg, timeout=timeout)
@@ -243,7 +242,7 @@ def predict(case: Case, prof, seconds: float, bcast_ranks: int, params: dict[str
         prof, node=dataclasses.replace(prof.node, cores=1 if case.algo == "sequential" else case.threads + 1,
                                        ranks_per_node=1))
     cfg = SimConfig(algo=algo, profile=p.name, nodes=case.ranks if case.mpi else 1,
-                    bcast_nodes=bcast_ranks if case.mpi and algo in ("treesplit", "hybrid") else None,
+                    bcast_nodes=bcast_ranks if case.mpi else None,
                     seconds=seconds, warmup=0.0, fidelity="functional", game="go", board=case.board,
                     params={"game.komi": 7.0, **params}, seed=seed)
     s = simulate(cfg, profile=p)
@@ -433,10 +432,10 @@ def _loadavg() -> tuple[float, ...]:
         return ()
 
 
-def save(result: dict[str, Any], name: str) -> tuple[Path, Path]:
+def save(result: dict[str, Any], name: str, directory: Path) -> tuple[Path, Path]:
     from model.results import write_csv, write_json
 
-    return write_json(name, result), write_csv(name, result["rows"])
+    return write_json(name, result, directory), write_csv(name, result["rows"], directory)
 
 
 

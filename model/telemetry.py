@@ -9,7 +9,9 @@ quantities as the trace tables (DESIGN.md, "The trace format"), summed instead o
     t0, t1            the window, seconds since the run started (t1 > t0)
     queue_len         MOVE/work queue length at t1
     busy_frac         mean busy fraction of the rank's workers over the window (0..1)
-    workers_busy      optional, busy fraction per worker over the window
+    workers_busy      optional, busy fraction per worker thread over the window
+    io_busy           optional, busy fraction of the IO thread over the window (the packages it runs itself
+                      and its handling of arrived messages)
     sims_done, playouts_done, nodes_stored, nodes_duplicated
                       the `samples` counters at t1 (cumulative / current levels, as in samples.parquet)
     in_flight         simulations this rank started that have not finished yet
@@ -17,6 +19,8 @@ quantities as the trace tables (DESIGN.md, "The trace format"), summed instead o
     messages          [[dst, kind, count, bytes], ...] sent in the window
     tree              optional, a small tree snapshot: {column of the tree table: list}
     meta              optional, a few meta.json fields (algo, game, board, ranks, threads), sent now and then
+    final             optional, rank 0's last record: the search is over ({t_end, seconds, sims, sims_per_s,
+                      move, stop_reason}); its sample fields are left out, not zero
 
 Encoding is msgpack (default) or JSON, never pickle: decode() only builds dicts, lists, numbers and strings,
 and validates them. A record whose encoding exceeds MAX_DATAGRAM is dropped by the sender (counted), since one
@@ -97,6 +101,8 @@ def validate(rec: Any) -> dict[str, Any]:
     if not isinstance(wb, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in wb):
         raise TelemetryError("workers_busy must be a list of numbers")
     out["workers_busy"] = [min(1.0, max(0.0, float(x))) for x in wb]
+    io = rec.get("io_busy")
+    out["io_busy"] = None if io is None else min(1.0, max(0.0, _num(rec, "io_busy", float)))
     pk = rec.get("packages") or {}
     if not isinstance(pk, dict) or not all(k in PACKAGE_KINDS and isinstance(v, int) for k, v in pk.items()):
         raise TelemetryError(f"packages must map kinds in {PACKAGE_KINDS} to counts")
@@ -123,6 +129,15 @@ def validate(rec: Any) -> dict[str, Any]:
     if meta is not None and not isinstance(meta, dict):
         raise TelemetryError("meta must be a map")
     out["meta"] = {k: meta[k] for k in _META_FIELDS if k in meta} if meta else None
+    final = rec.get("final")
+    if final is not None:
+        if not isinstance(final, dict):
+            raise TelemetryError("final must be a map")
+        out["final"] = {"t_end": _num(final, "t_end"), "seconds": _num(final, "seconds", float, 0.0),
+                        "sims": _num(final, "sims", int, 0), "sims_per_s": _num(final, "sims_per_s", float, 0.0),
+                        "move": str(final.get("move", "?"))[:32], "stop_reason": str(final.get("stop_reason", ""))[:64]}
+    else:
+        out["final"] = None
     return out
 
 

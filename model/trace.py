@@ -7,9 +7,12 @@ A run writes one directory:
     samples.parquet     one row per rank x sampling tick
     tree.parquet        one row per node of a tree snapshot
 
-Several writers (one per MPI rank, say) may write parts `packages.<part>.parquet` into the same directory;
-`finalize()` merges them into the files above. Readers accept unmerged parts, so a run that was interrupted
-before the merge still leaves a readable trace. Only pyarrow/pandas are used here: no engine, no simulator.
+Several writers (one per MPI rank, say) may write parts into the same directory; `finalize()` merges them
+into the files above. A part is a series of segments `packages.<part>.<n>.parquet`, each a complete file
+written at once (through a temporary name) whenever SEGMENT_EVERY seconds of rows or `flush_rows` rows have
+gathered: a writer killed without warning (SIGKILL, a lost node) leaves every segment it finished. Readers
+accept unmerged parts, so a run that was interrupted or failed before the merge still leaves a readable
+trace. Only pyarrow/pandas are used here: no engine, no simulator.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import json
 import os
 import platform
 import socket
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,6 +35,7 @@ import pyarrow.parquet as pq
 from model.errors import TraceError
 
 SCHEMA_VERSION = 1
+SEGMENT_EVERY = 1.0  # s: a part's rows reach the disk at least this often (what a killed writer loses)
 
 PACKAGE_KINDS = ("select", "expand", "playout", "update", "sync", "bcast", "io")
 MESSAGE_KINDS = ("MOVE", "UPDATE", "DUP", "SYNC", "BCAST", "PLAYOUT_FWD", "PLAYOUT_RESULT", "CONTROL", "MERGE", "JOB", "RESULT")
@@ -103,7 +108,9 @@ class Meta:
     what a runtime adds: an engine run's komi, moves and budget, `idle_spin` (seconds a rank without workers
     polls after its last work), `trace_probe` (P of a probing trace, which records packages and messages only
     in the windows [kP, (k+1)P) of even k, so that calibration can compare them with the others; 0 or absent:
-    everything recorded) and, once it finished, `complete` and its summary."""
+    everything recorded) and, once it finished, `complete` and its summary; a run stopped early has `complete`
+    false and `interrupted` (SIGINT/SIGTERM), or `failure` (an MPI job that lost a rank: which one, how, and
+    its last record's time; engine/mpi/failure.py)."""
 
     runtime: str  # "engine" or "sim"
     algo: str
@@ -132,25 +139,31 @@ class Meta:
 
 
 class _Table:
-    """Column buffers for one table, flushed to a ParquetWriter in row groups.
+    """Column buffers for one table, flushed to a ParquetWriter in row groups, or (a part) to segments.
 
     Rows appended one at a time wait in Python lists; every `extend` (an engine rank's records of the last
     0.1 s) becomes an Arrow chunk at once. Converting 200,000 rows in one flush held the GIL for ~0.1 s, which
     a worker thread of the same rank waited for between its kernel calls (a traced 1x2 run at 9x9 lost ~8% of
     its simulations to it); small chunks keep each hold short, and the write itself releases the GIL."""
 
-    def __init__(self, path: Path, name: str, flush_rows: int):
+    def __init__(self, path: Path, name: str, flush_rows: int, segments: bool = False):
         self.path, self.name, self.flush_rows = path, name, flush_rows
+        self.segments = segments  # path is then the segments' prefix: <path>.<n>.parquet
         self.cols: dict[str, list] = {n: [] for n, _ in TABLES[name]}
         self.chunks: list[pa.Table] = []  # converted rows, in order, not yet written
         self.chunked = 0                  # rows in them
         self.writer: pq.ParquetWriter | None = None
         self.rows = 0
+        self.written = 0  # segments written
+        self.next_flush = time.monotonic() + SEGMENT_EVERY
+
+    def _due(self, pending: int) -> bool:
+        return pending >= self.flush_rows or (self.segments and pending > 0 and time.monotonic() >= self.next_flush)
 
     def append(self, row: tuple) -> None:
         for buf, v in zip(self.cols.values(), row):
             buf.append(v)
-        if len(next(iter(self.cols.values()))) + self.chunked >= self.flush_rows:
+        if self._due(len(next(iter(self.cols.values()))) + self.chunked):
             self.flush()
 
     def extend(self, columns: dict[str, Any]) -> None:
@@ -159,7 +172,7 @@ class _Table:
         if t.num_rows:
             self.chunks.append(t)
             self.chunked += t.num_rows
-        if self.chunked >= self.flush_rows:
+        if self._due(self.chunked):
             self.flush()
 
     def _table(self, columns: dict[str, Any]) -> pa.Table:
@@ -183,18 +196,33 @@ class _Table:
 
     def flush(self) -> None:
         self._chunk_rows()
+        self.next_flush = time.monotonic() + SEGMENT_EVERY
         if not self.chunks:
             return
         batch = pa.concat_tables(self.chunks).unify_dictionaries()
-        if self.writer is None:
-            self.writer = pq.ParquetWriter(self.path, schema(self.name), **write_options(self.name))
-        self.writer.write_table(batch)
+        if self.segments:
+            self._segment(batch)
+        else:
+            if self.writer is None:
+                self.writer = pq.ParquetWriter(self.path, schema(self.name), **write_options(self.name))
+            self.writer.write_table(batch)
         self.rows += self.chunked
         self.chunks, self.chunked = [], 0
 
+    def _segment(self, batch: pa.Table) -> None:
+        """One complete file: readers see it whole or not at all (a killed writer leaves only a .tmp)."""
+        path = self.path.with_name(f"{self.path.name}.{self.written:05d}.parquet")
+        tmp = path.with_name(path.name + ".tmp")
+        pq.write_table(batch, tmp, **write_options(self.name))
+        tmp.replace(path)
+        self.written += 1
+
     def close(self) -> None:
         self.flush()
-        if self.writer is None:  # an empty table still gets a file, so readers find every table
+        if self.segments:
+            if not self.written:  # an empty table still gets a file, so readers find every table
+                self._segment(schema(self.name).empty_table())
+        elif self.writer is None:
             pq.write_table(schema(self.name).empty_table(), self.path)
         else:
             self.writer.close()
@@ -205,15 +233,16 @@ class TraceWriter:
     """Writes one part of a trace directory. Use as a context manager, or call close().
 
     part=None writes the final file names directly (one writer for the whole run, e.g. the simulator);
-    part="rank3" writes `packages.rank3.parquet` etc., to be merged by `finalize()`.
+    part="rank3" writes the segments `packages.rank3.00000.parquet`, ... to be merged by `finalize()`.
     """
 
     def __init__(self, directory: str | Path, meta: Meta | None = None, part: str | None = None,
                  flush_rows: int = 65536):
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
-        suffix = f".{part}.parquet" if part else ".parquet"
-        self.tables = {n: _Table(self.dir / f"{n}{suffix}", n, flush_rows) for n in TABLES}
+        suffix = f".{part}" if part else ".parquet"
+        self.tables = {n: _Table(self.dir / f"{n}{suffix}", n, flush_rows, segments=part is not None)
+                       for n in TABLES}
         self.meta = meta
         if meta is not None:
             write_meta(self.dir, meta)
@@ -255,10 +284,11 @@ class TraceWriter:
         self.close()
 
 
-def write_meta(directory: str | Path, meta: Meta) -> None:
+def write_meta(directory: str | Path, meta: Meta | dict[str, Any]) -> None:
+    """Write meta.json (a Meta, or a dict as read_meta gives it) through a temporary name."""
     d = Path(directory)
     tmp = d / "meta.json.tmp"
-    tmp.write_text(json.dumps(meta.to_json(), indent=2, default=str))
+    tmp.write_text(json.dumps(meta.to_json() if isinstance(meta, Meta) else meta, indent=2, default=str))
     tmp.replace(d / "meta.json")
 
 
@@ -267,9 +297,12 @@ def _parts(d: Path, table: str) -> list[Path]:
 
 
 def finalize(directory: str | Path) -> None:
-    """Merge per-part files (`packages.rank0.parquet`, ...) into one file per table, sorted by time."""
+    """Merge the parts' segments (`packages.rank0.00000.parquet`, ...) into one file per table, sorted by
+    time; a segment a killed writer left unfinished (`.parquet.tmp`) is dropped."""
     d = Path(directory)
     for table, cols in TABLES.items():
+        for p in d.glob(f"{table}.*.parquet.tmp"):
+            p.unlink()
         parts = _parts(d, table)
         if not parts:
             continue

@@ -68,6 +68,7 @@ def package_gap(pk, idle: float = 1e-2) -> float | None:
     """The mean time between one package's end and the next one's start on the same worker, over gaps
     shorter than `idle` (longer ones are a worker waiting for work, not bookkeeping). The mean, not the
     median: on a shared host the gaps include the rank being descheduled, which costs the run as much."""
+    pk = pk[pk["kind"].astype(str) != "io"]  # the IO thread's message handling is not a package's bookkeeping
     if len(pk) < 2 * MIN_SAMPLES:
         return None
     d = pk.sort_values(["rank", "worker", "t_start"])
@@ -84,7 +85,7 @@ def rank_gaps(pk, ranks: int | None = None) -> list[tuple[int, np.ndarray, np.nd
     packages (a rank of the engine's --threads 1 runs its packages one after the other on its IO thread)."""
     out = []
     if len(pk):
-        pk = pk[pk["kind"].astype(str) != "io"]  # a simulator's IO-loop records overlap the packages
+        pk = pk[pk["kind"].astype(str) != "io"]  # IO-loop records: between the packages (engine), over them (simulator)
     for r, d in pk.groupby("rank", sort=True):
         if ranks is not None and int(r) >= ranks:
             continue

@@ -58,7 +58,7 @@ def write_output(rows: list[dict[str, Any]], path: str | Path, title: str) -> Pa
         return p
     if p.suffix in (".html", ".htm"):
         return _write_html(rows, p, title)
-    raise UserError(f"-o {p}: expected a .csv or .html file name")
+    raise UserError(f"{p}: expected a .csv or .html file name")
 
 
 def _write_html(rows: list[dict[str, Any]], p: Path, title: str) -> Path:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from model.algorithms import DISTRIBUTED, resolve_layout
 from model.config import check
 from model.errors import ConfigError
 from sim.profile import Profile, load_profile
@@ -33,7 +34,7 @@ class SimConfig:
     algo: str = "treesplit"
     profile: str = "oculus"
     nodes: int = 1                  # search nodes (each holds profile.node.ranks_per_node search ranks)
-    bcast_nodes: int | None = None  # None: the algorithm's default, 1 broadcast rank per bcast_ratio search ranks
+    bcast_nodes: int | None = None  # None: the algorithm's default (model.algorithms.resolve_layout)
     seconds: float = 0.1            # simulated seconds measured
     warmup: float | None = None     # simulated seconds before measuring (None: default_warmup, set by prepare)
     fidelity: str = "functional"
@@ -49,9 +50,7 @@ class SimConfig:
     bundle: int = 1                 # statistical: simulations each modelled one stands for (sim/statistical.py)
 
     def validate(self) -> None:
-        from model.roles import ALGORITHMS
-
-        check(self.algo in ALGORITHMS, "algo", f"unknown algorithm {self.algo!r} (known: {', '.join(ALGORITHMS)})")
+        check(self.algo in DISTRIBUTED, "algo", f"unknown algorithm {self.algo!r} (known: {', '.join(DISTRIBUTED)})")
         check(isinstance(self.nodes, int) and self.nodes >= 1, "nodes", "need at least 1 node")
         check(self.bcast_nodes is None or (isinstance(self.bcast_nodes, int) and self.bcast_nodes >= 0),
               "bcast_nodes", "need a whole number >= 0")
@@ -128,15 +127,7 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
         cfg = dataclasses.replace(cfg, warmup=default_warmup(cfg, prof, own))
     rpn = prof.node.ranks_per_node
     M = cfg.nodes * rpn
-    with_bcast = cfg.algo in ("treesplit", "hybrid")  # as the engine's DistributedConfig decides
-    if cfg.bcast_nodes is None:
-        B = M // own.bcast_ratio if with_bcast else 0
-    else:
-        B = cfg.bcast_nodes * rpn
-    if B > 0 and not with_bcast:
-        raise ConfigError(f"--bcast-nodes: {cfg.algo} has no broadcast ranks")
-    if B > M:
-        raise ConfigError(f"--bcast-nodes: {B} broadcast ranks for {M} search ranks; at most one per search rank")
+    M, B = resolve_layout(cfg.algo, M, None if cfg.bcast_nodes is None else cfg.bcast_nodes * rpn, own)
     W = prof.node.workers_per_rank
     layout = Layout(search_ranks=M, bcast_ranks=B, workers=max(1, W), peers=getattr(own, "peers", 12))
     spec = game_spec(cfg, game_fields)

@@ -152,6 +152,9 @@ def test_parallel_degree_quick(run_cli, tmp_path):
     assert [r["run"] for r in s["pooled_from"]] == ["a.csv", "b.csv"] and "wall_s" not in s
     assert pool([t]).games.tolist() == t.games.tolist()
     assert pd_main(["pool", "--dir", str(tmp_path / "nothing")]) == 2  # no runs: one clear message
+    with pytest.raises(SystemExit) as e:  # the committed result is pooled only with --update-reference
+        pd_main(["pool"])
+    assert e.value.code == 2
 
 
 @pytest.mark.mpi

@@ -171,7 +171,7 @@ def test_bench_playouts_command(run_cli, tmp_path):
     import json
 
     r = run_cli("bench", "playouts", "--board", "5", "--policy", "light", "--runs", "2", "--seconds", "0.05",
-                "--json", "--results-dir", str(tmp_path))
+                "--json", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
     assert res["board"] == 5 and res["policy"] == "light" and len(res["playouts_per_s_runs"]) == 2

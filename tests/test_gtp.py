@@ -1,6 +1,7 @@
 """GTP v2 engine: framing, every command, errors, and `treesplit gtp` in a subprocess."""
 
 import random
+import re
 import subprocess
 
 import pytest
@@ -224,6 +225,17 @@ def test_time_settings_and_time_left_reach_the_player(eng):
     assert eng.player.calls[-1]["time_left"] is None
 
 
+@pytest.mark.parametrize("line", ["time_left b -5 0", "time_left w nan 0", "time_left b inf 1", "time_left b 1e12 0",
+                                  "time_left w 30 -1", "time_left b 30 100000", "time_settings 99999999 0 0",
+                                  "time_settings 60 30 5000"])
+def test_impossible_clocks_are_refused(eng, line):
+    """A negative, NaN or absurd time (or stones) is a malformed argument like any other, and changes nothing."""
+    ok(eng, "time_settings 300 30 5")
+    assert err(eng, line).startswith("syntax error")
+    ok(eng, "genmove b")
+    assert eng.player.calls[-1]["time_left"] == 300 and eng.player.calls[-1]["stones_left"] == 0
+
+
 def test_clock_runs_down_without_time_left():
     """A controller that sends only time_settings: the engine charges its own thinking time."""
     t = [0.0]
@@ -280,6 +292,133 @@ def test_loadsgf(eng, tmp_path):
     assert board_rows(eng)[9 - 7][6] == "."
 
 
+def test_printsgf(eng, tmp_path):
+    ok(eng, "play b c3")
+    ok(eng, "play w g7")
+    text = ok(eng, "printsgf")
+    game = sgf.Sgf_game.from_string(text)
+    assert game.get_size() == 9 and [n.get_move() for n in game.get_main_sequence()[1:]] == [("b", (2, 2)),
+                                                                                             ("w", (6, 6))]
+    assert ok(eng, f"printsgf {tmp_path / 'g.sgf'}") == ""
+    assert sgf.Sgf_game.from_bytes((tmp_path / "g.sgf").read_bytes()).get_size() == 9
+    assert err(eng, f"printsgf {tmp_path / 'no' / 'such' / 'dir.sgf'}").startswith("cannot write")
+
+
+# --- analysis: lz-analyze / kgs-analyze / kata-analyze ----------------------------------------------------------
+def _analyse(eng, lines: list[tuple[str, float]]) -> list[str]:
+    """Feed `lines` (each followed by a pause of so many seconds) through the real I/O loop; the responses."""
+    import io
+    import os
+    import threading
+    import time
+
+    from engine.commands.gtp import serve
+
+    r, w = os.pipe()
+    with os.fdopen(r, "r") as rf, os.fdopen(w, "w") as wf:
+        def feed():
+            for line, pause in lines:
+                wf.write(line + "\n")
+                wf.flush()
+                time.sleep(pause)
+            wf.close()
+
+        t = threading.Thread(target=feed)
+        t.start()
+        out = io.StringIO()
+        serve(eng, rf, out, io.StringIO())
+        t.join()
+    return out.getvalue().split("\n\n")[:-1]
+
+
+def _infos(response: str) -> list[list[dict]]:
+    """The info lines of an analysis response: per line, per candidate, its fields."""
+    lines = response.split("\n")
+    assert lines[0].startswith("=")
+    out = []
+    for line in lines[1:]:
+        cands = []
+        for chunk in line.split("info ")[1:]:
+            words = chunk.split()
+            pv_at = words.index("pv")
+            fields = dict(zip(words[:pv_at:2], words[1:pv_at:2]))
+            fields["pv"] = words[pv_at + 1:]
+            cands.append(fields)
+        out.append(cands)
+    return out
+
+
+def _real_engine(algo: str, **kw):
+    from engine.commands.gtp import make_gtp_engine
+    from engine.player import PlayerConfig
+
+    return make_gtp_engine(PlayerConfig(algo=algo, sims=50, seed=1, **kw), size=9, komi=7.0)
+
+
+@pytest.mark.parametrize("algo,kw", [("sequential", {}), ("tree", {"threads": 2})])
+def test_lz_analyze_streams_candidates_until_the_next_command(algo, kw):
+    eng = _real_engine(algo, **kw)
+    try:
+        eng.handle("genmove b")  # loads the kernels: the analysis below then reports at its pace
+        responses = _analyse(eng, [("1 lz-analyze w 10", 2.0), ("2 kata-analyze b interval 10 maxmoves 3", 1.0),
+                                   ("3 name", 0.0), ("quit", 0.0)])
+    finally:
+        eng.close()
+    assert responses[0].startswith("=1\ninfo move ") and responses[2] == "=3 treesplit", responses
+    lz, kata = _infos(responses[0]), _infos(responses[1])
+    assert len(lz) >= 3 and len(kata) >= 2  # a line every 0.1 s until the next command
+    totals = [sum(int(c["visits"]) for c in line) for line in lz]
+    assert totals == sorted(totals) and totals[-1] > totals[0]  # the search goes on: visits add up
+    for line in lz:
+        visits = [int(c["visits"]) for c in line]
+        assert visits == sorted(visits, reverse=True) and [int(c["order"]) for c in line] == list(range(len(line)))
+        for c in line:
+            assert 0 <= int(c["lcb"]) <= int(c["winrate"]) <= 10000 and c["pv"][0] == c["move"]
+    assert len(lz[-1][0]["pv"]) >= 2  # the best move's line goes on beyond it
+    assert all(len(line) <= 3 and all(0.0 <= float(c["winrate"]) <= 1.0 for c in line) for line in kata)
+
+
+def test_analyze_arguments_are_checked(eng):
+    eng.player.analyze = lambda *a: ([], {})
+    for line in ("lz-analyze b 0", "lz-analyze green 10", "lz-analyze 10 interval", "lz-analyze 10 ownership true",
+                 "kgs-analyze w maxmoves x"):
+        assert err(eng, line).startswith("syntax error"), line
+    assert eng.handle("7 kgs-analyze b 50") == "=7\n" and eng.analysis.interval == 0.5  # the response stays open
+    assert "lz-analyze" in ok(eng, "list_commands").split("\n")
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(300)
+def test_lz_analyze_with_an_mpi_algorithm():
+    """For MPI algorithms each interval is one search of the ranks' session; the candidates add up across them."""
+    import threading
+    import time
+
+    p = subprocess.Popen(treesplit_cmd() + ["gtp", "--algo", "treesplit", "--ranks", "2", "--threads", "1",
+                                            "--sims", "50"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(p.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        p.stdin.write("boardsize 9\nlz-analyze b 20\n")
+        p.stdin.flush()
+        deadline = time.monotonic() + 200
+        while sum(x.startswith("info ") for x in lines) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        p.stdin.write("quit\n")
+        p.stdin.flush()
+        assert p.wait(120) == 0, p.stderr.read()[-2000:]
+    finally:
+        if p.poll() is None:
+            p.kill()
+    reader.join(10)
+    infos = _infos("".join(lines).split("\n\n")[1])
+    assert len(infos) >= 3
+    totals = [sum(int(c["visits"]) for c in line) for line in infos]
+    assert totals == sorted(totals) and totals[-1] > totals[0]
+
+
 def test_quit(eng):
     assert send(eng, "5 quit") == "=5 \n\n" and eng.quit
 
@@ -311,3 +450,36 @@ def test_treesplit_gtp_quit_and_bad_flags(run_cli):
     assert r.returncode == 0 and r.stdout == "= \n\n"
     r = run_cli("gtp", "--param", "no_such_setting=1", input="", timeout=300)
     assert r.returncode == 2 and "treesplit: error:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_algorithms_own_policy_defaults_win_unless_set():
+    """df-UCT's ranks merge no AMAF data: the player's flags leave it its rave=off and c=0.7, unless set; an
+    explicit rave=on is refused when the player is configured, before any rank starts."""
+    import argparse
+
+    from engine.commands.gtp import player_config
+    from model.errors import ConfigError
+
+    def config(algo, *params):
+        return player_config(argparse.Namespace(algo=algo, sims=50, seconds=None, threads=1, ranks=2, seed=None,
+                                                param=list(params))).algo_config()
+
+    dfuct = config("dfuct")
+    assert (dfuct.rave, dfuct.c) == (False, 0.7)
+    assert config("dfuct", "c=0.4").c == 0.4
+    assert config("treesplit").rave is True and config("sequential", "rave=off").rave is False
+    with pytest.raises(ConfigError, match="rave: dfuct"):
+        config("dfuct", "rave=on")
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(300)
+def test_treesplit_gtp_dfuct_plays(run_cli):
+    r = run_cli("gtp", "--algo", "dfuct", "--ranks", "2", "--threads", "1", "--sims", "50",
+                input="boardsize 9\ngenmove b\nquit\n", timeout=240)
+    assert r.returncode == 0, r.stderr[-2000:]
+    replies = r.stdout.split("\n\n")
+    assert re.fullmatch(r"= ([A-HJ][1-9]|pass|resign)", replies[1], re.I), r.stdout  # was "? the MPI session ..."
+    r = run_cli("gtp", "--algo", "dfuct", "--param", "rave=on", input="boardsize 9\ngenmove b\n", timeout=120)
+    assert r.returncode == 2 and "rave: dfuct" in r.stderr and "Traceback" not in r.stderr
+    assert r.stdout == ""  # refused before the first command was read

@@ -122,6 +122,17 @@ def test_missing_engine_is_a_user_error():
         MatchConfig(games=0).validate()
 
 
+@pytest.mark.gnugo
+def test_gnugo_is_found_off_path(monkeypatch):
+    """Debian's gnugo lives in /usr/games, which a CI shell's PATH may lack: the engine finds it anyway."""
+    import os
+
+    monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                               if "games" not in p))
+    argv = resolve_command("gnugo --mode gtp")
+    assert os.path.basename(argv[0]) == "gnugo" and os.access(argv[0], os.X_OK) and argv[1:] == ["--mode", "gtp"]
+
+
 def _random_engine_script(tmp_path, seed):
     """A GTP engine in a subprocess: our GtpEngine around the random stand-in player."""
     script = tmp_path / f"random_engine_{seed}.py"

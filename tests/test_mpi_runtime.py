@@ -125,25 +125,40 @@ def test_rank_exception_fails_the_job_with_a_clear_message(tmp_path):
     assert not _ranks_alive(tmp_path)
 
 
+def _rank_of(pid: int) -> int:
+    env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return int(next(e for e in env if e.startswith(b"PMI_RANK="))[9:])
+
+
 @pytest.mark.mpi
-def test_killed_rank_fails_the_job(tmp_path):
-    cfg = _config(tmp_path, ranks=2, bcast_ranks=1, sims=None, seconds=60)
+def test_killed_rank_fails_the_job_and_leaves_its_trace(tmp_path):
+    from viz.rundata import RunData
+
+    trace = tmp_path / "trace"
+    cfg = _config(tmp_path, ranks=2, bcast_ranks=1, sims=None, seconds=60, trace=str(trace))
     p = _start(cfg, tmp_path)
-    victim = None
-    end = time.monotonic() + 30
-    while victim is None and time.monotonic() < end:
-        ranks = sorted(_ranks_alive(tmp_path))
-        if len(ranks) >= 3:
-            time.sleep(2)  # let the search start
-            victim = ranks[1]
-        time.sleep(0.2)
+    end = time.monotonic() + 40
+    while len(list(trace.glob("samples.rank*.parquet"))) < 3 and time.monotonic() < end:
+        time.sleep(0.2)  # every rank has written its first segment
+    time.sleep(1.5)
+    victim = next((pid for pid in _ranks_alive(tmp_path) if _rank_of(pid) == 1), None)
     assert victim is not None, "ranks did not start"
     os.kill(victim, signal.SIGKILL)
     out, err = p.communicate(timeout=30)
     assert p.returncode != 0
-    assert "a rank was killed" in err
+    assert "rank 1 (pid" in err and "was killed by SIGKILL" in err
     time.sleep(0.5)
     assert not _ranks_alive(tmp_path)
+    t = read_trace(trace)  # mpiexec killed the others without warning: what they had written is there
+    failure = t.meta["extra"]["failure"]
+    assert t.meta["extra"]["complete"] is False
+    assert failure["rank"] == 1 and failure["cause"] == "killed by SIGKILL" and failure["pid"] == victim
+    assert set(t.samples["rank"]) == {0, 1, 2} and len(t.packages) > 0 and len(t.messages) > 0
+    assert 1.0 < failure["t"] <= failure["t_stop"] == t.meta["t_end"]
+    assert t.samples.loc[t.samples["rank"] == 1, "t"].max() == failure["t"]
+    assert not list(trace.glob("*.rank*"))  # the launcher merged the parts
+    t_mark, label, sentence = RunData.from_trace(t).ending
+    assert t_mark == failure["t"] and label == "rank 1 failed" and "killed by SIGKILL" in sentence
 
 
 @pytest.mark.mpi
@@ -195,7 +210,11 @@ def test_telemetry_reaches_a_listener_and_a_missing_one_costs_nothing(tmp_path):
     sock.close()
     ranks = {r["rank"] for r in records}
     assert ranks == {0, 1, 2}
-    rank0 = sorted((r for r in records if r["rank"] == 0), key=lambda r: r["t0"])
+    final = [r for r in records if r["final"]]  # rank 0's last word: the search is over, and its answer
+    assert len(final) == 1 and final[0]["rank"] == 0 and final[0]["final"]["sims"] == res["sims"] > 0
+    assert final[0]["final"]["move"] == str(res.get("move_str", res.get("move")))  # (a stand-in role has no name)
+    rank0 = sorted((r for r in records if r["rank"] == 0 and not r["final"]), key=lambda r: r["t0"])
+    assert all(r["io_busy"] is not None for r in rank0)  # the IO thread's share of every window
     assert len(rank0) >= 4  # about every 200 ms over 1.5 s
     assert all(0.05 < r["t1"] - r["t0"] < 1.0 for r in rank0[1:])
     assert rank0[-1]["sims_done"] > 0 and sum(sum(m[2] for m in r["messages"]) for r in rank0) > 0

@@ -6,7 +6,7 @@ import pytest
 
 from model.errors import ConfigError
 from model.roles import Layout, Setup, make_role
-from model.roles.base import default_bcast_ranks
+from model.algorithms import default_bcast_ranks
 from model.roles.params import split_params
 
 
@@ -17,7 +17,7 @@ def test_thesis_defaults():
     assert ts.share_root
     _, tds = split_params("tds", {})
     assert math.isinf(tds.n_dup) and not tds.share_root
-    assert default_bcast_ranks(16) == 4 and default_bcast_ranks(2) == 0
+    assert default_bcast_ranks("treesplit", 16) == 4 and default_bcast_ranks("treesplit", 2) == 0
 
 
 def test_one_namespace_for_policy_and_algorithm():

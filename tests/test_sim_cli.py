@@ -58,18 +58,17 @@ def test_bad_profile_file_names_the_field(run_cli, tmp_path):
 
 
 def test_predict_writes_csv_and_html(run_cli, tmp_path):
-    out = tmp_path / "scaling.csv"
-    r = run_cli("predict", "--nodes", "1,2,4", "--seconds", "0.005", "-o", str(out), timeout=120)
+    r = run_cli("predict", "--nodes", "1,2,4", "--seconds", "0.005", "--out", str(tmp_path), timeout=120)
     assert r.returncode == 0, r.stderr
-    rows = list(csv.DictReader(out.open()))
+    rows = list(csv.DictReader((tmp_path / "treesplit-oculus.csv").open()))
     assert [int(x["nodes"]) for x in rows] == [1, 2, 4]
     assert float(rows[0]["efficiency"]) == pytest.approx(1.0)
     assert "sims/s" in r.stdout and "speedup" in r.stdout
-    html = tmp_path / "scaling.html"
-    r = run_cli("predict", "--nodes", "1,2", "--seconds", "0.005", "--json", "-o", str(html), timeout=120)
+    assert "Bokeh" in (tmp_path / "treesplit-oculus.html").read_text()
+    r = run_cli("predict", "--nodes", "1,2", "--seconds", "0.005", "--json", "--no-save", "--quiet", timeout=120)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["points"][1]["nodes"] == 2
-    assert "Bokeh" in html.read_text()
+    out = json.loads(r.stdout)
+    assert out["points"][1]["nodes"] == 2 and out["saved_to"] == [] and not r.stderr.strip()
 
 
 def _engine_like_trace(d):

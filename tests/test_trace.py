@@ -48,3 +48,20 @@ def test_truncated_parquet_is_a_trace_error(tmp_path):
     (tmp_path / "packages.rank0.parquet").write_bytes(b"PAR1garbage")
     with pytest.raises(TraceError, match="unreadable"):
         read_trace(tmp_path)
+
+
+def test_a_killed_writer_leaves_its_finished_segments(tmp_path, monkeypatch):
+    import model.trace as trace
+
+    monkeypatch.setattr(trace, "SEGMENT_EVERY", 0.0)  # every extend reaches the disk
+    w = TraceWriter(tmp_path, Meta(runtime="engine", algo="treesplit"), part="rank0", flush_rows=1 << 20)
+    for i in range(3):
+        w.extend("packages", {"t_start": [i + 0.0], "t_end": [i + 0.5], "rank": [0], "worker": [0],
+                              "kind": ["playout"], "sim_id": [i]})
+    (tmp_path / "packages.rank0.00003.parquet.tmp").write_bytes(b"PAR1half")  # the segment it was writing
+    # never closed: the process died here
+    t = read_trace(tmp_path)
+    assert list(t.packages["sim_id"]) == [0, 1, 2] and t.samples.empty
+    finalize(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["meta.json", "packages.parquet"]
+    assert list(read_trace(tmp_path).packages["sim_id"]) == [0, 1, 2]

@@ -85,10 +85,13 @@ def test_cli_bad_input(run_cli):
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_quick_validation_runs_engine_and_simulator(run_cli, tmp_path):
-    r = run_cli("validate", "--quick", "--json", "--no-save", "--seconds", "1", "--repeats", "1", "--no-pingpong",
-                timeout=380)
+    r = run_cli("validate", "--quick", "--json", "--out", str(tmp_path), "--seconds", "1", "--repeats", "1",
+                "--no-pingpong", timeout=380)
     assert r.returncode == 0, r.stderr[-2000:]
     res = json.loads(r.stdout)
+    # the files: the JSON as printed, the CSV with every row's columns (speedup_predicted only some have)
+    assert json.loads((tmp_path / "validate-quick.json").read_text())["rows"] == res["rows"]
+    assert "speedup_predicted" in (tmp_path / "validate-quick.csv").read_text().splitlines()[0]
     rows = {x["config"]: x for x in res["rows"]}
     assert "treesplit 2x1 9x9" in rows and "sequential 9x9" in rows
     ts = rows["treesplit 2x1 9x9"]

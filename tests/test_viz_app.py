@@ -62,3 +62,23 @@ def test_live_session_redraws_when_telemetry_arrives():
     s.poll()
     assert len(s.views[0][0].rates.data["t"]) == 5 and s.views[0][1].matrix.data["n_all"].sum() > 0
     assert "25 records from 5 ranks" in s.status.text
+
+
+def test_a_failed_run_is_marked_where_it_stopped(tmp_path):
+    import json
+
+    from bokeh.models import Span
+
+    d = write_synthetic_trace(tmp_path / "a", sims=300, tree_nodes=0)
+    meta = json.loads((d / "meta.json").read_text())
+    meta["extra"].update(complete=False, failure={"rank": 2, "cause": "killed by SIGKILL", "t": 0.5, "t_stop": 0.6,
+                                                  "what": "rank 2 (pid 7 on n1) was killed by SIGKILL"})
+    (d / "meta.json").write_text(json.dumps(meta))
+    data = RunData.from_trace(read_trace(d))
+    doc = Document()
+    s = Session(doc, ["overview", "load", "traffic"], [TraceProvider(data)], live=False)
+    assert "rank 2 (pid 7 on n1) was killed by SIGKILL" in s.status.text and "t = 0.5 s" in s.status.text
+    spans = list(doc.select({"type": Span, "name": "ending"}))
+    assert len(spans) == 5 and {sp.location for sp in spans} == {0.5}  # every time plot
+    finished = RunData.from_trace(read_trace(write_synthetic_trace(tmp_path / "b", sims=300, tree_nodes=0)))
+    assert finished.ending is None

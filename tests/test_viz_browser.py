@@ -1,5 +1,6 @@
 """Headless Chromium opens the dashboard: every view's plots render with data and no JavaScript errors
-(recorded traces, compare mode), and live telemetry shows up on screen within a second."""
+(recorded traces, compare mode), live telemetry shows up on screen within a second, a live engine search fills
+every view and ends in the finished state, and the teaching view steps through one simulation of an engine run."""
 
 import os
 import shutil
@@ -96,7 +97,8 @@ def test_recorded_compare_dashboard_renders_every_view(browser, tmp_path):
             if not path:
                 continue  # "/" keeps other tabs unrendered until opened
             # (the teaching view starts at step 1, before any message is in flight: checked below)
-            shown = [g for g in state["glyphs"] if g["visible"] and g["source"] and g["source"] != "teaching.arrows"]
+            shown = [g for g in state["glyphs"] if g["visible"] and g["source"]
+                     and g["source"] not in ("teaching.arrows", "teaching.flight")]
             assert shown and all(g["n"] > 0 for g in shown), (path, shown)
             assert len(state["figs"]) >= 2 and all(f["w"] > 100 and f["h"] > 100 for f in state["figs"]), state["figs"]
             names = {g["source"] for g in shown}
@@ -118,15 +120,15 @@ STEP_STATE_JS = """
 let n = 0, done = true;
 for (const m of Bokeh.documents[0].all_models) {
   if (m.name == 'teaching.arrows') n = Math.max(n, m.get_length());
-  if (m.name == 'teaching.header') done = done && m.text.includes('Step ' + (arguments[0] + 1) + ' of');
+  if (m.name == 'teaching.header') done = done && m.text.includes('Event ' + arguments[0] + ' of');
 }
 return [n, done];
 """
 
 
 def _step_until_a_message_flies(driver):
-    """Move the teaching view's step slider (the server redraws) until an arrow is drawn."""
-    for step in range(1, 60):
+    """Move the teaching view's event slider (the server redraws) until an arrow is drawn."""
+    for step in range(2, 60):
         driver.execute_script(SET_STEP_JS, step)
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -178,12 +180,29 @@ def test_live_telemetry_reaches_the_screen_within_a_second(browser, tmp_path):
         assert dash.status()["live"]["received"] == 12 * 20
 
 
-def _run_engine(args: list[str], timeout: float) -> subprocess.CompletedProcess:
+# The live page's state: each view's main data source (rows), the status line, the teaching view's words.
+LIVE_STATE_JS = """
+const out = {status: '', teaching: ''};
+for (const m of Bokeh.documents[0].all_models) {
+  if (m.name == 'status') out.status = m.text;
+  else if (m.name == 'teaching.header') out.teaching = m.text;
+  else if (m.name && m.data !== undefined && m.get_length) out[m.name] = m.get_length() || 0;
+}
+return out;
+"""
+LIVE_SOURCES = ("overview.rates", "overview.stones", "load.heat", "load.worker_heat", "load.busy.bars",
+                "traffic.matrix", "traffic.rates", "tree.nodes", "tree.depth_profile")
+
+
+def _start_engine(args: list[str]) -> subprocess.Popen:
     """`treesplit search ...` in its own process group, so a timeout also ends its MPI ranks."""
     from conftest import ROOT, treesplit_cmd
 
-    p = subprocess.Popen(treesplit_cmd() + ["search", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, cwd=ROOT, start_new_session=True)
+    return subprocess.Popen(treesplit_cmd() + ["search", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, start_new_session=True)
+
+
+def _finish(p: subprocess.Popen, timeout: float) -> subprocess.CompletedProcess:
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -195,38 +214,139 @@ def _run_engine(args: list[str], timeout: float) -> subprocess.CompletedProcess:
 
 @pytest.mark.mpi
 @pytest.mark.slow  # MPI ranks start slowly on a loaded machine (15 s idle, 90 s seen under load)
-def test_live_dashboard_of_a_real_4_rank_engine_run(browser, tmp_path):
-    """The engine (4 search ranks + 1 broadcast rank) pushes telemetry; the page shows it; its trace replays."""
+@pytest.mark.timeout(420)
+def test_live_engine_search_fills_every_view_then_shows_it_finished(browser, tmp_path):
+    """A real engine search (2 search ranks + 1 broadcast rank) pushes telemetry: while it runs every view of the
+    page shows data (the teaching view says how to record a trace), then the page says it finished and with
+    which move. Its trace has the same thread lanes as the simulator's (an IO thread per rank)."""
     driver = browser
     with Dashboard("--live", "127.0.0.1:0", log=tmp_path / "live.log") as dash:
-        driver.get(f"{dash.url}/load")
+        driver.get(f"{dash.url}/")
         _wait_rendered(driver)
+        assert "waiting for telemetry" in driver.execute_script(LIVE_STATE_JS)["status"]
         trace = tmp_path / "engine-trace"
-        r = _run_engine(["--algo", "treesplit", "--ranks", "4", "--bcast-ranks", "1", "--threads", "2",
-                         "--seconds", "1", "--trace", str(trace), "--telemetry", f"127.0.0.1:{dash.udp_port}"],
-                        timeout=120)
-        assert r.returncode == 0, r.stderr[-3000:]
-        st = dash.status()["live"]
-        assert st["rejected"] == 0 and st["ranks"] == [0, 1, 2, 3, 4] and st["received"] >= 5
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            state = driver.execute_script(PAGE_STATE_JS)
-            heat = [g for g in state["glyphs"] if g["source"] == "load.heat"]
-            if heat and heat[0]["n"] > 0:
+        p = _start_engine(["--algo", "treesplit", "--ranks", "2", "--bcast-ranks", "1", "--threads", "2", "--board",
+                           "9", "--seconds", "8", "--trace", str(trace), "--telemetry", f"127.0.0.1:{dash.udp_port}"])
+        running = state = None
+        deadline = time.time() + 300
+        while time.time() < deadline and p.poll() is None:
+            state = driver.execute_script(LIVE_STATE_JS)
+            if "live: running" in state["status"] and all(state.get(k, 0) > 0 for k in LIVE_SOURCES):
+                running = state
                 break
-            time.sleep(0.2)
-        assert heat and heat[0]["n"] > 0
+            time.sleep(0.5)
         driver.save_screenshot(str(tmp_path / "engine-live.png"))
+        r = _finish(p, 300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert running, state  # every view had data while the search ran
+        assert "--trace DIR" in running["teaching"]
+        move = next(line.split()[-1] for line in r.stdout.splitlines() if line.startswith("move:"))
+        deadline = time.time() + 20
+        while time.time() < deadline and "finished at t =" not in state["status"]:
+            time.sleep(0.2)
+            state = driver.execute_script(LIVE_STATE_JS)
+        assert "finished at t =" in state["status"] and f"move {move}" in state["status"], state["status"]
         assert not _js_errors(driver), _js_errors(driver)
+        assert dash.status()["live"]["rejected"] == 0 and "Traceback" not in dash.log()
     from model.trace import read_trace
     from viz.rundata import RunData
-    from viz.views import VIEWS, TreeShape
 
-    d = RunData.from_trace(read_trace(trace))
-    assert d.n_ranks == 5 and d.sims.sum() > 0 and len(d.msgs) > 0
-    for cls in VIEWS.values():
-        cls(d)
-    assert len(TreeShape(d).pv.data["move"]) >= 2
+    tr = read_trace(trace)
+    io = tr.packages[tr.packages["worker"] == -1]
+    assert set(io["rank"]) == {0, 1, 2} and (io["kind"].astype(str) == "io").sum() > 0
+    assert RunData.from_trace(tr).worker_rows == ["0.io", "0.0", "1.io", "1.0", "2.io"]
+
+
+# Click a Bokeh button by its label (widgets live in shadow roots).
+CLICK_JS = """
+function find(root, text) {
+  for (const el of root.querySelectorAll('*')) {
+    if (el.tagName == 'BUTTON' && el.textContent.trim() == text) return el;
+    if (el.shadowRoot) { const f = find(el.shadowRoot, text); if (f) return f; }
+  }
+  return null;
+}
+const b = find(document, arguments[0]);
+if (b) b.click();
+return !!b;
+"""
+TEACHING_JS = """
+const out = {};
+for (const m of Bokeh.documents[0].all_models) {
+  if (m.name == 'teaching.header') out.header = m.text;
+  if (m.name == 'teaching.follow') out.follow = m.value;
+  if (m.name == 'teaching.arrows' || m.name == 'teaching.boxes' || m.name == 'teaching.ranks') {
+    const d = {};
+    for (const k of Object.keys(m.data)) d[k] = Array.from(m.data[k]);
+    out[m.name] = d;
+  }
+}
+return out;
+"""
+
+
+def _teaching_after(driver, action, before: str, timeout=15):
+    """Do `action`, then wait until the server has redrawn the teaching view (its header changed)."""
+    action()
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        st = driver.execute_script(TEACHING_JS)
+        if st.get("header") != before:
+            return st
+        time.sleep(0.05)
+    return driver.execute_script(TEACHING_JS)
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_teaching_view_steps_one_simulation_of_a_40_simulation_engine_run(browser, tmp_path):
+    """The teaching view on a 40-simulation UCT-Treesplit trace: following one simulation, "next message"
+    brings its MOVE and UPDATE as labelled arrows between the right ranks' IO threads and its playout as a box
+    on the right thread's lane; at the last event the node counters equal the trace's EXPAND packages."""
+    from model.trace import read_trace
+
+    trace = tmp_path / "t40"
+    r = _finish(_start_engine(["--algo", "treesplit", "--ranks", "2", "--bcast-ranks", "1", "--threads", "2",
+                               "--board", "9", "--sims", "40", "--trace", str(trace)]), 300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    tr = read_trace(trace)
+    pk, ms = tr.packages, tr.messages
+    driver = browser
+    with Dashboard("--trace", str(trace), log=tmp_path / "server.log") as dash:
+        driver.get(f"{dash.url}/teaching")
+        _wait_rendered(driver)
+        st = driver.execute_script(TEACHING_JS)
+        sim = int(st["follow"])
+        mine = ms[ms["sim_id"] == sim]
+        assert (mine["kind"] == "MOVE").any()  # the view follows a simulation that travels
+        seen = []
+        for _ in range(len(mine) + 2):
+            st = _teaching_after(driver, lambda: driver.execute_script(CLICK_JS, "next message ▶"), st["header"])
+            a = st["teaching.arrows"]
+            i = a["width"].index(max(a["width"]))
+            seen.append((a["kind"][i], a["src_lane"][i], a["dst_lane"][i], a["label"][i], a["sim"][i]))
+            if len(seen) == len(mine):
+                break
+        want = [(k, f"{s}.io", f"{d}.io", f"{k} {b} B", sim) for k, s, d, b in
+                zip(mine["kind"].astype(str), mine["src"], mine["dst"], mine["bytes"])]
+        assert sorted(seen) == sorted(want)
+        assert {"MOVE", "UPDATE"} <= {k for k, *_ in seen}
+        boxes = st["teaching.boxes"]
+        playouts = {f"{r_}.{w}" for r_, w, k, s in zip(boxes["rank"], boxes["worker"], boxes["kind"], boxes["sim"])
+                    if k == "playout" and s == sim}
+        po = pk[(pk["sim_id"] == sim) & (pk["kind"].astype(str) == "playout")]
+        assert playouts == {f"{r_}.{w}" for r_, w in zip(po["rank"], po["worker"])}
+        assert {lane for lane, s in zip(boxes["lane"], boxes["sim"]) if s == sim} == {
+            f"{r_}.{w}" for r_, w in zip(pk.loc[pk["sim_id"] == sim, "rank"], pk.loc[pk["sim_id"] == sim, "worker"])}
+        st = _teaching_after(driver, lambda: driver.execute_script(CLICK_JS, "next simulation ▶▶"), st["header"])
+        assert int(st["follow"]) != sim
+        n = len(pk) + len(ms)
+        st = _teaching_after(driver, lambda: driver.execute_script(SET_STEP_JS, n), st["header"])
+        assert f"Event {n} of {n}" in st["header"]
+        assert sum(st["teaching.ranks"]["nodes"]) == int((pk["kind"].astype(str) == "expand").sum()) > 0
+        driver.save_screenshot(str(tmp_path / "teaching.png"))
+        assert not _js_errors(driver), _js_errors(driver)
 
 
 def test_recorded_dashboard_of_a_real_simulator_trace(browser, run_cli, tmp_path):

@@ -91,3 +91,54 @@ def test_live_dashboard_receives_records_from_16_ranks(tmp_path):
         for path in ("/", "/overview", "/traffic"):
             assert dash.get(path)[0] == 200
         assert "Traceback" not in dash.log()
+
+
+def test_final_record_is_the_finished_state_not_a_sample():
+    agg = LiveAggregator()
+    meta = {"algo": "treesplit", "game": "go", "board": 9, "ranks": {"search": 1, "broadcast": 0}, "threads": 2}
+    agg.feed(encode(_window(0, 0.0, 0.2, 50, workers=[0.7], meta=meta, io_busy=0.25)))
+    w = Window(0, 0.2)
+    agg.feed(encode(w.flush(0.3, final={"t_end": 0.3, "seconds": 0.29, "sims": 64, "sims_per_s": 220.7,
+                                        "move": "E5", "stop_reason": "64 simulations"})))
+    d = agg.snapshot()
+    np.testing.assert_allclose(d.sims.sum(), 50)  # the final record's absent counters are not zeros
+    assert d.worker_rows == ["0.io", "0.0"]  # the IO thread's share is a row of its own
+    np.testing.assert_allclose(d.worker_busy[:, -1], [0.25, 0.7])
+    assert d.final["move"] == "E5" and d.final["sims"] == 64
+    text = VIEWS["overview"](d).summary.text
+    assert "Finished at t = 300 ms: 64 simulations (221/s), move E5" in text
+    status = live.LiveProvider(agg, ("127.0.0.1", 7777)).status_html()
+    assert "finished at t = 0.30 s, 64 simulations" in status and "move E5" in status
+
+
+def test_live_views_before_any_record_say_what_they_wait_for():
+    d = LiveAggregator().snapshot()
+    views = {n: cls(d) for n, cls in VIEWS.items()}
+    summary = views["overview"].summary.text
+    assert "waiting for the first telemetry record" in summary and "None" not in summary and "?" not in summary
+    assert "tree.parquet" not in views["tree"].note.text and "Waiting for a tree snapshot" in views["tree"].note.text
+    assert "--trace DIR" in views["teaching"].header.text  # the one view that needs a recorded trace says so
+    for v in views.values():  # live mode has no replay slider to speak of
+        assert "slider" not in str([m.text for m in v.layout.references() if hasattr(m, "text")]).lower()
+    status = live.LiveProvider(LiveAggregator(), ("127.0.0.1", 7777)).status_html()
+    assert "waiting for telemetry" in status and "--telemetry 127.0.0.1:7777" in status
+
+
+def test_engine_live_fields_shares_meta_and_tree():
+    from engine.mpi.config import DistributedConfig
+    from engine.mpi.live import META_EVERY, LiveFields, final_fields
+
+    cfg = DistributedConfig(algo="treesplit", ranks=2, threads=3, board=9)
+
+    class Role:  # a role without a tree (a broadcast rank's): no tree field
+        pass
+
+    f = LiveFields(cfg)
+    first = f.fields(0.2, [0.1, 0.05], 0.02, Role())
+    assert first["meta"]["ranks"] == {"search": 2, "broadcast": cfg.resolved_bcast_ranks()} and "tree" not in first
+    second = f.fields(0.4, [0.2, 0.05], 0.12, None)  # worker 0 busy 0.1 s of 0.2 s, the IO thread 0.1 s
+    assert second["workers_busy"] == pytest.approx([0.5, 0.0]) and second["io_busy"] == pytest.approx(0.5)
+    assert "meta" not in second and f.records == 2 and META_EVERY > 2
+    rec = _window(0, 0.0, 0.2, 1, **final_fields({"sims": 40, "seconds": 0.1, "move_str": "D4",
+                                                  "sims_per_s": 400.0}, 0.12))
+    assert live.decode(encode(rec))["final"]["move"] == "D4"

@@ -9,6 +9,7 @@ from model.trace import Meta, TraceWriter, read_trace
 from viz.rundata import RunData
 from viz.views import VIEWS, LoadBalance, MessageTraffic, Overview, Teaching, TreeShape
 from viz.views.common import BAR_LIMIT, RankBars
+from viz.views.teaching import box_half, rank_positions, segment_hits_box
 
 # 2 search ranks (0, 1) + 1 broadcast rank (2), 2 threads, one simulation (sim 0) hopping 0 -> 1.
 SAMPLES = [  # t, rank, queue_len, busy_frac, sims_done, playouts_done, nodes_stored, nodes_duplicated
@@ -171,23 +172,69 @@ def test_tree_view_caps_a_big_tree(tmp_path):
     assert sum(v.depth_profile.data["nodes"]) == len(d.tree_at(None))
 
 
-def test_teaching_steps_light_cores_and_draw_arrows(data):
+def test_teaching_follows_one_simulation_on_thread_lanes(data):
     v = Teaching(data)
-    assert v.n_steps == len(PACKAGES) + len(MESSAGES) and v.step == 0
+    assert v.n_steps == len(PACKAGES) + len(MESSAGES)
+    assert v.followed == 0 and v.step == 0  # the first simulation that moved between ranks, from its start
+    assert v.slider.value == 1 and "Event 1 of 13" in v.header.text  # slider and text count alike
     lit = [(r, w, k) for r, w, k in zip(v.cores.data["rank"], v.cores.data["worker"], v.cores.data["kind"])
            if k != "idle"]
-    assert lit == [(0, 1, "select")]  # step 1: the first select on rank 0, worker 1
-    times = v.ev["t"].tolist()
-    i = next(j for j, (t, m) in enumerate(zip(times, v.ev["is_msg"])) if m and t == 0.25)
-    v.show_step(i)  # the MOVE 0 -> 1 is sent: one thick arrow from rank 0 to rank 1
+    assert lit == [(0, 1, "select")]
+    v.next_message()  # simulation 0's MOVE 0 -> 1, from rank 0's IO thread to rank 1's, labelled
     a = v.arrows.data
-    assert list(a["kind"]) == ["MOVE"] and list(a["src"]) == [0] and list(a["dst"]) == [1] and a["width"][0] > 2
-    assert a["x_start"][0] != a["x_end"][0] or a["y_start"][0] != a["y_end"][0]
+    i = list(a["width"]).index(max(a["width"]))
+    assert (a["kind"][i], a["src_lane"][i], a["dst_lane"][i], a["label"][i]) == ("MOVE", "0.io", "1.io", "MOVE 48 B")
+    assert "rank 1 owns the next node on simulation 0's path" in v.header.text
+    v.step_by(+1)  # simulation 0's next event: its select on rank 1, worker 1
+    b = v.boxes.data
+    j = list(b["line_width"]).index(max(b["line_width"]))
+    assert (b["kind"][j], b["lane"][j], b["sim"][j]) == ("select", "1.1", 0)
+    assert all(s == 0 for s, al in zip(b["sim"], b["alpha"]) if al == 1.0)  # the others are pale
+    v.next_simulation()
+    assert v.followed == 1 and v.ev_sim[v.step] == 1
     v.update(data, t=0.65)  # the BCAST 2 -> 1 is in flight, the bcast package runs, rank 1 is in its playout
     kinds = dict(zip(zip(v.cores.data["rank"], v.cores.data["worker"]), v.cores.data["kind"]))
     assert kinds[(2, 0)] == "bcast" and kinds[(1, 1)] == "playout"
-    assert "BCAST" in list(v.arrows.data["kind"])
-    assert list(v.ranks.data["nodes"]) == [100, 50, 0]  # the samples at t = 0.5
+    assert "BCAST" in list(v.flight.data["kind"])
+
+
+def test_teaching_node_counters_count_expand_packages(tmp_path):
+    meta = Meta(runtime="engine", algo="treesplit", machine="m", versions={"x": "y"}, ranks={"search": 2, "broadcast": 1},
+                threads=1, t_end=1.0)
+    with TraceWriter(tmp_path, meta) as w:
+        for i, (t, r) in enumerate([(0.1, 0), (0.2, 1), (0.3, 1), (0.4, 0), (0.5, 1)]):
+            w.package(t, t + 0.05, r, -1, "expand", i)
+        w.sample(0.9, 0, 0, 0.5, 5, 5, 0, 0)  # counters of a sample tick that came too late for the lesson
+    v = Teaching(RunData.from_trace(read_trace(tmp_path)))
+    v.show_step(2)
+    assert list(v.ranks.data["nodes"]) == [1, 2, 0] and v.ranks.data["info"][1] == "2 nodes"
+    v.show_step(v.n_steps - 1)
+    assert int(v.ranks.data["nodes"].sum()) == v.n_expand == 5
+
+
+@pytest.mark.parametrize("M,B", [(2, 1), (3, 1), (4, 1), (4, 2), (6, 2), (8, 2), (12, 3)])
+def test_teaching_arrows_between_two_ranks_cross_no_third(M, B):
+    pos, h = rank_positions(M, B), box_half(M + B)
+    for a in range(M + B):
+        for b in range(M + B):
+            for c in range(M + B):
+                if len({a, b, c}) == 3:
+                    assert not segment_hits_box(pos[a], pos[b], pos[c], h), (a, b, c)
+    assert segment_hits_box(np.array([-1.0, 0.0]), np.array([1.0, 0.0]), np.zeros(2), 0.1)  # the check can fail
+
+
+def test_teaching_windows_any_part_of_a_long_run(tmp_path):
+    from viz.synthetic import write_synthetic_trace
+
+    d = RunData.from_trace(read_trace(write_synthetic_trace(tmp_path / "t", packages=20_000, messages=8_000, seed=2)))
+    v = Teaching(d)
+    assert v.n_steps == 28_000 and v.slider.end == 28_000
+    v.follow(-1)
+    v.show_step(25_000)
+    t = v.ev_t[25_000]
+    assert v.timeline.x_range.start <= t <= v.timeline.x_range.end
+    assert 0 < len(v.boxes.data["left"]) and min(v.boxes.data["right"]) >= v.timeline.x_range.start
+    assert "Event 25,001 of 28,000" in v.header.text
 
 
 def test_every_plot_has_help_and_units(data):
@@ -258,4 +305,62 @@ def test_simulator_io_core_worker_minus_one(tmp_path):
     np.testing.assert_allclose(d.worker_busy.mean(axis=1), [0.5, 1.0, 0.5], atol=1e-9)
     v = Teaching(d)
     cores = list(zip(v.cores.data["rank"], v.cores.data["label"]))
-    assert cores == [(0, "IO"), (0, "worker 0"), (1, "worker 1")]
+    assert cores == [(0, "IO thread"), (0, "worker 0"), (1, "IO thread"), (1, "worker 1")]
+    assert v.lane_names == ["0.io", "0.0", "1.io", "1.1"]  # the same names as the load view's rows
+
+
+def test_tree_depth_field_emptied_keeps_drawing(data):
+    v = TreeShape(data, max_depth=3)
+    v.depth_input.value = None  # the user clears the field: no TypeError, the last depth stays
+    v._set(depth=None)
+    assert v.max_depth == 3 and v.depth_input.value == 3 and len(v.nodes.data["x"]) == 5
+    v._set(depth=8)  # deeper than the snapshot: the note says why no more is drawn
+    assert "The snapshot ends at depth 2" in v.note.text
+    assert "owner rank" in v.key.text and "duplicated" in v.key.text  # the graph's colours and shapes explained
+
+
+def test_board_and_tree_follow_the_replay_time(data):
+    o = Overview(data)
+    o.update(data, t=0.5)  # before the trace's only snapshot (t = 1.0): no answer yet, and the title says so
+    assert len(o.stones.data["x"]) == 0 and "none yet (first snapshot at t = 1 s)" in o.board_fig.title.text
+    assert "Best move" not in o.summary.text
+    o.update(data, t=1.0)
+    assert len(o.stones.data["x"]) == 2 and "snapshot at t = 1 s" in o.board_fig.title.text
+    v = TreeShape(data)
+    v.update(data, t=0.5)
+    assert "first one was taken at t = 1 s" in v.note.text
+
+
+def test_overview_words_and_axes(data):
+    o = Overview(data)
+    assert "2 search + 1 broadcast rank, 2 threads per rank" in o.summary.text
+    assert o.flight_fig.y_range.start == 0  # a level line is not blown up to fill the plot
+    leg = o.rate_fig.legend[0]
+    assert leg in o.rate_fig.right and leg not in o.rate_fig.center  # beside the plot, covering no data
+    sims, pps = [r for r in o.rate_fig.renderers if r.glyph.y in ("sims", "pps")]
+    assert sims.glyph.line_width > pps.glyph.line_width and pps.glyph.line_dash  # equal curves both visible
+
+
+def test_compare_stacks_runs_under_a_banner_of_differences(data, tmp_path):
+    from bokeh.document import Document
+    from bokeh.layouts import Column
+
+    from viz.app import Session, TraceProvider
+    from viz.compare import differences
+
+    meta = Meta(runtime="sim", algo="treesplit", game="go", board=9, ranks={"search": 2, "broadcast": 1},
+                threads=1, machine="oculus", versions={"x": "y"}, t_end=1.0)
+    with TraceWriter(tmp_path, meta) as w:
+        for s in SAMPLES:
+            w.sample(s[0], s[1], s[2], s[3], s[4] * 3, s[5] * 3, s[6], s[7])
+    other = RunData.from_trace(read_trace(tmp_path))
+    diff = differences(data, other)
+    assert "runtime (engine vs sim)" in diff and "threads per rank (2 vs 1)" in diff and "machine (test vs oculus)" in diff
+    doc = Document()
+    Session(doc, ["overview"], [TraceProvider(data), TraceProvider(other)], live=False)
+    banner = doc.get_model_by_name("compare.banner")
+    assert "threads per rank (2 vs 1)" in banner.text and "3.0x the simulations per second" in banner.text
+    content = doc.roots[0].children[-1]
+    assert isinstance(content, Column) and isinstance(content.children[-1], Column)  # runs stacked, not side by side
+    boards = [m for m in doc.models if isinstance(m, Figure) and "Answer so far" in m.title.text]
+    assert len(boards) == 2  # a board per run

@@ -1,11 +1,18 @@
-"""`treesplit bench KIND`: benchmarks that print figures and write them to experiments/results/.
+"""`treesplit bench KIND`: benchmarks that print figures (medians of several runs) and save them to
+./results/ (or --out DIR; --update-reference refreshes the committed ones under experiments/results/).
 
-Each part contributes benchmark kinds as modules in `<part>/benchmarks/`, each with
-`register(subparsers)` adding one kind (e.g. `playouts`, `search`, `parallel`, `sim`).
+examples:
+  treesplit bench playouts --board 19
+  treesplit bench parallel --boards 9,19 --seconds 3 --repeats 3
+  treesplit bench sim --nodes 1,8 --json --no-save
 """
+
+# Each part contributes benchmark kinds as modules in `<part>/benchmarks/`, each with `register(subparsers)`
+# adding one kind (e.g. `playouts`, `search`, `parallel`, `sim`).
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import pkgutil
 
@@ -14,7 +21,7 @@ PARTS = ("engine", "sim", "viz", "experiments")
 
 def register(sub) -> None:
     p = sub.add_parser("bench", help="benchmarks: print figures (medians of several runs) and save them",
-                       description=__doc__)
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     kinds = p.add_subparsers(dest="bench_kind", metavar="KIND", parser_class=type(p))
     for part in PARTS:
         try:

@@ -15,6 +15,13 @@ from model.errors import UserError
 
 # Parts that contribute subcommands, in the order of --help.
 PARTS = ("engine", "sim", "viz", "experiments")
+EXAMPLES = """\
+examples:
+  treesplit demo                                   # the main job: a watched MPI run, its replay, a prediction
+  treesplit search --algo treesplit --ranks 2 --board 9 --seconds 5 --trace runs/t1
+  treesplit dashboard --trace runs/t1
+  treesplit COMMAND --help                         # each command, with examples of its own
+"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Distributed Monte-Carlo Tree Search for study: a real MPI engine (UCT-Treesplit and friends), "
             "a SimPy simulator of the same message flows, and Bokeh dashboards over their traces."
         ),
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     from treesplit import __version__
 

@@ -3,12 +3,14 @@ periodic refresh from telemetry (live mode). `make_app` gives the Bokeh document
 
 from __future__ import annotations
 
+import html
 from typing import Callable, Protocol
 
 from bokeh.document import Document
 from bokeh.layouts import column, row
 from bokeh.models import Div, Select, Slider, TabPanel, Tabs, Toggle
 
+from viz.compare import banner_html
 from viz.rundata import RunData
 from viz.views import VIEWS
 from viz.views.common import fmt_s
@@ -38,8 +40,11 @@ class TraceProvider:
 
     def status_html(self) -> str:
         d = self.data
-        return (f"recorded {d.meta.get('runtime', '?')} trace <b>{d.label}</b> ({d.meta.get('algo', '?')}, "
+        text = (f"recorded {d.meta.get('runtime', '?')} trace <b>{d.label}</b> ({d.meta.get('algo', '?')}, "
                 f"{d.n_search}+{d.n_bcast} ranks, {fmt_s(d.t_end)})")
+        if d.ending is not None:
+            text += f" <span style='color:#d62728'><b>{html.escape(d.ending[2])}</b></span>"
+        return text
 
 
 def _nav(current: str, names: list[str]) -> str:
@@ -72,7 +77,7 @@ class Session:
         self.window = Select(title="window for matrices and bars", value="since start", options=list(self.win_opts),
                              width=200)
         self.window.on_change("value", lambda a, o, n: self.refresh())
-        self.status = Div(text="", width=900)
+        self.status = Div(text="", width=1300, name="status")
         nav = Div(text=_nav(path, names))
         controls = [self.window]
         if not live:
@@ -90,15 +95,24 @@ class Session:
         doc.title = "treesplit: " + (VIEWS[names[0]].title if len(names) == 1 else "dashboard")
 
     def _content(self):
+        """One view per run; in compare mode the runs stacked (each full width, within 1400 px), each under its
+        label, after a banner that says how their configurations differ."""
         labelled = len(self.views) > 1
+
         def one(i: int, j: int):
             v = self.views[i][j]
-            head = [Div(text=f"<h3 style='margin:4px 0'>{self.datas[i].label}</h3>")] if labelled else []
+            head = [Div(text=f"<h3 style='margin:8px 0 2px 0;border-top:2px solid #999'>{self.datas[i].label}</h3>")
+                    ] if labelled else []
             return column(*head, v.layout)
+
+        def runs(j: int):
+            return column(*[one(i, j) for i in range(len(self.views))])
+
+        banner = [Div(text=banner_html(self.datas[0], self.datas[1]), name="compare.banner")] if labelled else []
         if len(self.names) == 1:
-            return row(*[one(i, 0) for i in range(len(self.views))])
-        return Tabs(tabs=[TabPanel(title=VIEWS[n].title, child=row(*[one(i, j) for i in range(len(self.views))]))
-                          for j, n in enumerate(self.names)])
+            return column(*banner, runs(0))
+        return column(*banner, Tabs(tabs=[TabPanel(title=VIEWS[n].title, child=runs(j))
+                                          for j, n in enumerate(self.names)]))
 
     def _set_status(self) -> None:
         parts = [p.status_html() for p in self.providers]

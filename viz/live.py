@@ -20,7 +20,8 @@ from model.errors import UserError
 from model.telemetry import TelemetryError, decode
 from model.trace import MESSAGE_KINDS, TABLES
 from viz.intervals import nice_step
-from viz.rundata import Messages, RunData, kind_bins, per_rank_means, series_from_samples
+from viz.views.common import plural
+from viz.rundata import Messages, RunData, kind_bins, lane_label, per_rank_means, series_from_samples
 
 LIVE_MIN_BIN = 0.1  # s
 LIVE_MAX_BINS = 600
@@ -45,7 +46,8 @@ class LiveAggregator:
         self._cells: list[tuple] = []  # (t, src, dst, kind, count, bytes)
         self._cells_np: Messages | None = None
         self._bucket = 0.0  # time resolution of merged cells (0: exact windows)
-        self._workers: list[tuple] = []  # (t, rank, worker, busy)
+        self._workers: list[tuple] = []  # (t, rank, worker, busy); worker -1: the IO thread
+        self.final: dict[str, Any] | None = None  # rank 0's last record: the search is over
         self._trees: dict[int, tuple[float, dict]] = {}
         self._kind_index = {k: i for i, k in enumerate(MESSAGE_KINDS)}
         self._snap: RunData | None = None
@@ -67,6 +69,10 @@ class LiveAggregator:
     def add(self, rec: dict[str, Any]) -> None:
         r, t1 = rec["rank"], rec["t1"]
         self.ranks_seen.add(r)
+        if rec.get("final"):  # not a sample: its counters are left out, not zero
+            self.final = rec["final"]
+            self._bump()
+            return
         self._window_len.append(t1 - rec["t0"])
         self._samples.append((t1, r, rec["queue_len"], rec["busy_frac"], rec["sims_done"], rec["playouts_done"],
                               rec["nodes_stored"], rec["nodes_duplicated"], rec["in_flight"]))
@@ -75,10 +81,15 @@ class LiveAggregator:
             self._cells.append((tm, r, dst, self._kind_index[kind], count, nbytes))
         for w, b in enumerate(rec["workers_busy"]):
             self._workers.append((t1, r, w, b))  # end-stamped, like samples
+        if rec.get("io_busy") is not None:
+            self._workers.append((t1, r, -1, rec["io_busy"]))
         if rec["tree"] is not None:
             self._trees[r] = (t1, rec["tree"])
         if rec["meta"]:
             self.meta.update(rec["meta"])
+        self._bump()
+
+    def _bump(self) -> None:
         self.received += 1
         self.version += 1
         self.last_arrival = time.time()
@@ -149,7 +160,7 @@ class LiveAggregator:
                              bin_s=bin_s, sims=sims, playouts=playouts, nodes=nodes, in_flight=inflight, busy=busy,
                              queue=queue, worker_rows=rows, worker_busy=wbusy, msgs=msgs, kinds=kinds,
                              kind_bins=kind_bins(msgs, len(kinds), edges), tree=self._tree(),
-                             samples=sm, source="live", version=self.version)
+                             samples=sm, source="live", version=self.version, final=self.final)
         self._snap_version = self.version
         return self._snap
 
@@ -157,10 +168,10 @@ class LiveAggregator:
         if not self._workers:
             return [], np.zeros((0, len(edges) - 1))
         a = np.array(self._workers, dtype=np.float64)
-        key = a[:, 1].astype(np.int64) * 4096 + a[:, 2].astype(np.int64)
+        key = a[:, 1].astype(np.int64) * 4096 + a[:, 2].astype(np.int64) + 1  # the IO thread (-1) first
         keys, row = np.unique(key, return_inverse=True)
         busy, _ = per_rank_means(a[:, 0], row.ravel(), a[:, 3], np.zeros(len(a)), len(keys), edges)
-        return [f"{k // 4096}.{k % 4096}" for k in keys], busy
+        return [lane_label(int(k // 4096), int(k % 4096) - 1) for k in keys], busy
 
     def _tree(self) -> pd.DataFrame:
         cols = [c for c, _ in TABLES["tree"]]
@@ -178,7 +189,7 @@ class LiveAggregator:
     def status(self) -> dict[str, Any]:
         return {"received": self.received, "rejected": self.rejected, "ranks": sorted(self.ranks_seen),
                 "t_end": float(self._samples[-1][0]) if self._samples else 0.0, "last_error": self.last_error,
-                "version": self.version}
+                "version": self.version, "final": self.final}
 
 
 def _levels(sm: pd.DataFrame, R: int, edges: np.ndarray, col: str) -> np.ndarray:
@@ -210,9 +221,19 @@ class LiveProvider:
 
     def status_html(self) -> str:
         s = self.agg.status()
-        ago = f", last {time.time() - self.agg.last_arrival:.1f} s ago" if self.agg.received else ""
-        return (f"<b>live</b>: listening on udp://{self.address[0]}:{self.address[1]} &mdash; {s['received']:,} "
-                f"records from {len(s['ranks'])} ranks (run time {s['t_end']:.2f} s{ago}), {s['rejected']} rejected")
+        where = f"udp://{self.address[0]}:{self.address[1]}"
+        f = s["final"]
+        if f:
+            return (f"<b>live: finished at t = {f['t_end']:.2f} s, {f['sims']:,} simulations "
+                    f"({f['sims_per_s']:,.0f}/s), move {f['move']}</b> &mdash; {s['received']:,} records from "
+                    f"{plural(len(s['ranks']), 'rank')}; still listening on {where} for the next run")
+        if not s["received"]:
+            return (f"<b>live</b>: waiting for telemetry on {where} (start a run with "
+                    f"<code>treesplit search ... --telemetry {self.address[0]}:{self.address[1]}</code>)")
+        ago = time.time() - self.agg.last_arrival
+        return (f"<b>live: running</b>, t = {s['t_end']:.2f} s &mdash; {s['received']:,} records from "
+                f"{plural(len(s['ranks']), 'rank')} on {where}, last {ago:.1f} s ago"
+                + (f", {s['rejected']} rejected" if s["rejected"] else ""))
 
 
 class TelemetryListener:

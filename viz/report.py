@@ -3,6 +3,7 @@ Bokeh's JavaScript inlined, so the file opens anywhere without a server or a net
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from bokeh.embed import file_html
@@ -19,7 +20,7 @@ REPORT_VIEWS = ["overview", "load", "traffic", "tree"]
 
 
 def scaling_panel(csv_path: Path) -> TabPanel:
-    """A "Prediction" tab from a scaling curve CSV (`treesplit predict -o FILE.csv`): rate and efficiency."""
+    """A "Prediction" tab from a scaling curve CSV (`treesplit predict`'s ALGO-PROFILE.csv): rate and efficiency."""
     import pandas as pd
     from bokeh.models import ColumnDataSource, HoverTool
     from bokeh.plotting import figure
@@ -32,7 +33,7 @@ def scaling_panel(csv_path: Path) -> TabPanel:
         raise UserError(f"--scaling {csv_path}: not a readable CSV ({e})") from None
     need = {"nodes", "bcast_nodes", "sims_per_s", "efficiency", "busy_frac"}
     if not need <= set(df.columns) or df.empty:
-        raise UserError(f"--scaling {csv_path}: expected the columns of `treesplit predict -o FILE.csv` "
+        raise UserError(f"--scaling {csv_path}: expected the columns of `treesplit predict`'s CSV "
                         f"({', '.join(sorted(need))})")
     df = df.sort_values("nodes")
     df["ideal"] = df["sims_per_s"].iloc[0] * df["nodes"] / df["nodes"].iloc[0]
@@ -57,7 +58,7 @@ def scaling_panel(csv_path: Path) -> TabPanel:
     return TabPanel(title="Prediction", child=column(note, row(f1, f2)))
 
 
-def build_report(dirs: list[Path], out: Path, scaling: Path | None = None) -> Path:
+def build_report(dirs: list[Path], out: Path, scaling: Path | None = None, notes: list[str] = ()) -> Path:
     datas = [RunData.from_trace(read_trace(d), label=lab) for d, lab in zip(dirs, trace_labels(dirs))]
     ranges: dict = {}
     views = [[VIEWS[n](d, ranges=ranges, static=True) for n in REPORT_VIEWS] for d in datas]
@@ -69,12 +70,14 @@ def build_report(dirs: list[Path], out: Path, scaling: Path | None = None) -> Pa
     if scaling is not None:
         tabs.append(scaling_panel(scaling))
     title = "treesplit report: " + " vs ".join(d.label for d in datas)
+    paragraphs = "".join(f"<p>{html.escape(n)}</p>" for n in notes)
     head = Div(text=f"<h2 style='margin:4px 0'>{title}</h2><p>Whole run, from the start to t_end. Made by "
-                    f"<code>treesplit report</code>; open the dashboard for the replay and teaching views.</p>")
+                    f"<code>treesplit report</code>; open the dashboard for the replay and teaching views.</p>"
+                    + paragraphs)
     root = column(head, Tabs(tabs=tabs))
     for tool in root.select({"type": HelpTool}):  # no server to link to: the help is the tooltip
         tool.redirect = "about:blank"
-    html = file_html(root, INLINE, title)
+    page = file_html(root, INLINE, title)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(html, encoding="utf-8")
+    out.write_text(page, encoding="utf-8")
     return out

@@ -73,6 +73,7 @@ class RunData:
     samples: pd.DataFrame | None = None
     source: str = "trace"
     version: int = 0
+    final: dict[str, Any] | None = None  # live: rank 0's last record (the search is over), else None
     _tree_times: np.ndarray = field(default=None, repr=False)
     _tree_bounds: np.ndarray = field(default=None, repr=False)
     _tree_cache: dict = field(default_factory=dict, repr=False)
@@ -93,6 +94,26 @@ class RunData:
     def bins_upto(self, t: float) -> int:
         """How many bins have started by time t (the bins a replay at time t shows)."""
         return int(min(self.T, max(0, math.ceil(t / self.bin_s - 1e-9))))
+
+    # --- how a run that did not finish stopped ------------------------------------------------------------
+    @property
+    def ending(self) -> tuple[float, str, str] | None:
+        """(t, short label, sentence) for an engine run that did not finish: a failed MPI job (the failed
+        rank's last record; engine/mpi/failure.py), an interrupted one, or one whose trace was never closed
+        (its ranks stopped without warning, or it is still running); None for a finished run."""
+        extra = self.meta.get("extra") or {}
+        f = extra.get("failure")
+        if f:
+            who = f"rank {f['rank']}" if f.get("rank") is not None else "a rank"
+            t, stop = float(f.get("t") or self.t_end), float(f.get("t_stop") or self.t_end)
+            return (t, f"{who} failed", f"the job failed: {f.get('what') or who + ' failed'}; its last record at "
+                    f"t = {t:.3g} s, the others' at t = {stop:.3g} s (later records were lost with the ranks)")
+        if self.source != "trace" or self.meta.get("runtime") != "engine" or extra.get("complete") is not False:
+            return None
+        if extra.get("interrupted"):
+            return self.t_end, "interrupted", f"interrupted at t = {self.t_end:.3g} s"
+        return (self.t_end, "ended", f"the trace ends at t = {self.t_end:.3g} s without being closed: the ranks "
+                "stopped without warning (or the run is still going)")
 
     # --- the game (named by model/game.py, the one place viz learns about a game) -----------------------
     @property
@@ -163,12 +184,14 @@ class RunData:
         return self._tree_times
 
     def tree_at(self, t: float | None = None) -> pd.DataFrame:
-        """The latest snapshot taken at or before t (the first one if none is that early), one row per
-        node (a node written by several ranks keeps its most visited copy)."""
+        """The latest snapshot taken at or before t (t None: the last one), one row per node (a node written
+        by several ranks keeps its most visited copy); no rows when the first snapshot is later than t."""
         times = self.tree_times()
         if len(times) == 0:
             return self.tree
-        i = len(times) - 1 if t is None else int(np.clip(np.searchsorted(times, t, side="right") - 1, 0, None))
+        i = len(times) - 1 if t is None else int(np.searchsorted(times, t + 1e-9, side="right") - 1)
+        if i < 0:
+            return self.tree.iloc[:0]
         if i not in self._tree_cache:
             snap = self.tree.iloc[self._tree_bounds[i]: self._tree_bounds[i + 1]]
             if snap["hash"].duplicated().any():
@@ -367,8 +390,7 @@ def _in_flight_from_packages(pk: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
 
 
 def _worker_busy(pk: pd.DataFrame, edges: np.ndarray, rate: float) -> tuple[list[str], np.ndarray]:
-    """Busy fraction per (rank, worker) and bin, from the package intervals. Rows are labelled "rank.worker"
-    ("rank.io" for a negative worker id, which the simulator gives its IO core)."""
+    """Busy fraction per (rank, worker) and bin, from the package intervals; rows labelled by lane_label."""
     T = len(edges) - 1
     if not len(pk):
         return [], np.zeros((0, T))
@@ -380,8 +402,14 @@ def _worker_busy(pk: pd.DataFrame, edges: np.ndarray, rate: float) -> tuple[list
     busy = busy_per_bin(row.ravel(), pk["t_start"].to_numpy(), pk["t_end"].to_numpy(), len(keys), edges)
     first = np.zeros(len(keys), np.int64)
     first[row.ravel()[::-1]] = np.arange(len(key))[::-1]  # one package of each row, for its label
-    rows = [f"{rank[i]}.{worker[i] if worker[i] >= 0 else 'io'}" for i in first.tolist()]
+    rows = [lane_label(int(rank[i]), int(worker[i])) for i in first.tolist()]
     return rows, np.clip(busy / (edges[1] * rate), 0.0, 1.0)
+
+
+def lane_label(rank: int, worker: int) -> str:
+    """A thread's name, the same for both runtimes: "rank.io" for the IO thread (worker -1; the engine's
+    --threads 1 runs its packages there too), "rank.worker" for a worker thread."""
+    return f"{rank}.{worker if worker >= 0 else 'io'}"
 
 
 def _dense_unique(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

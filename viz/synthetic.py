@@ -30,7 +30,7 @@ _PKG_MEAN_S = {"select": 20e-6, "expand": 40e-6, "playout": 300e-6, "update": 10
 class SyntheticSpec:
     search: int = 4  # search ranks M
     broadcast: int = 1  # broadcast ranks B
-    threads: int = 4  # per search rank: worker 0 is the IO thread, 1..threads-1 are workers
+    threads: int = 4  # per search rank: the IO thread and threads-1 workers
     sims: int = 2000  # simulations (ignored when packages is set)
     packages: int | None = None  # exact number of package rows wanted
     messages: int | None = None  # exact number of message rows wanted (topped up with SYNC/BCAST traffic)
@@ -240,8 +240,9 @@ def make_tables(spec: SyntheticSpec) -> tuple[Meta, dict[str, dict[str, np.ndarr
             idx = rng.choice(pk_sim, extra)
             _, ems = _broadcast(spec, pk["t_end"][idx] + 1e-6, pk["rank"][idx], rng)
             ms = _cat(ms, ems)
-    # workers: the IO thread (0) does nothing here; packages go round-robin over workers 1..W-1
-    pk["worker"] = np.where(pk["rank"] < M, 1 + np.arange(len(pk["rank"])) % (W - 1), 0).astype(np.int32)
+    # threads as both runtimes name them: a search rank's packages go round-robin over its workers 0..W-2, a
+    # broadcast rank's run on its IO thread (-1)
+    pk["worker"] = np.where(pk["rank"] < M, np.arange(len(pk["rank"])) % (W - 1), -1).astype(np.int32)
     # exact counts: drop the latest rows
     for tab, tcol, want in ((pk, "t_start", spec.packages), (ms, "t_send", spec.messages)):
         order = np.argsort(tab[tcol], kind="stable")

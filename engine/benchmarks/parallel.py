@@ -7,16 +7,18 @@ then again) so that a machine whose load drifts treats them alike. MPI layouts a
 (threads per rank count the IO thread; 1 = the IO thread runs the packages itself). With --trace-cost the
 first MPI layout also runs with a trace recorded, which gives the price of recording.
 
-    treesplit bench parallel                                   # this machine: 19x19, the 2-core layouts
-    treesplit bench parallel --boards 9,19 --seconds 5 --repeats 5
-    treesplit bench parallel --scaling --cores 16              # 1,2,4,8,16 ranks on a 16-core machine
-    treesplit bench parallel --scaling --algos tree,treesplit,tds --keep-traces traces/
+examples:
+  treesplit bench parallel                                   # this machine: 19x19, the 2-core layouts
+  treesplit bench parallel --boards 9,19 --seconds 5 --repeats 5
+  treesplit bench parallel --scaling --cores 16              # 1,2,4,8,16 ranks on a 16-core machine
+  treesplit bench parallel --scaling --algos tree,treesplit,tds --keep-traces traces/
 
 With --scaling each MPI algorithm of --algos runs on 1, 2, 4, ... search ranks up to --cores, with
 --rank-threads threads each (default 1: one core per search rank; broadcast ranks come on top from 4 search
 ranks, at the default 1:4 ratio), and `tree` on 2, 4, ... threads. --keep-traces adds one traced run per MPI
 configuration and keeps its trace (DIR/<board>/<configuration>/), for `treesplit calibrate` and validation.
-The results file is rewritten after every round, so an interrupted run keeps what it measured.
+The results file (results/<name>.json, or --out DIR; --update-reference refreshes experiments/results/) is
+rewritten after every round, so an interrupted run keeps what it measured.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import sys
 import tempfile
 import time
 from typing import Any
+
+from model.results import add_output_flags
 
 DEFAULT_LAYOUTS = "2x1,1x3"  # a 2-core machine: two ranks, or one rank whose IO thread feeds two workers
 METRICS = ("sims_per_s", "pps", "nps", "messages_per_sim", "hops_per_sim", "bytes_per_sim", "busy_frac",
@@ -60,6 +64,7 @@ def register(kinds) -> None:
     p.add_argument("--trace-cost", action=argparse.BooleanOptionalAction, default=True,
                    help="also run the first MPI layout with a trace, to price recording (default on)")
     p.add_argument("--name", default=None, help="results file name (default bench_parallel[_scaling])")
+    add_output_flags(p)
     p.set_defaults(func=_run)
 
 
@@ -148,7 +153,7 @@ def _run_mpi(c: dict[str, Any], board: int, seconds: float, policy: str, params:
             if keep:
                 shutil.rmtree(trace, ignore_errors=True)
         cfg = DistributedConfig(algo=c["algo"], game="go", board=board, komi=7.0, game_params={"policy": policy},
-                                ranks=c["ranks"], bcast_ranks=0 if c["ranks"] < 4 else None,
+                                ranks=c["ranks"], bcast_ranks=None,
                                 threads=c["threads"], seconds=seconds, params=dict(params), seed=1,
                                 trace=trace)
         res = run_distributed(cfg)
@@ -156,19 +161,25 @@ def _run_mpi(c: dict[str, Any], board: int, seconds: float, policy: str, params:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from model.config import parse_overrides
-    from model.results import write_json
+    import json
 
+    from model.config import parse_overrides
+    from model.results import output_dir, write_json
+
+    directory = output_dir(args)
     params = parse_overrides(args.param)
     boards = [int(b) for b in args.boards.split(",")]
     configs = [{"algo": "sequential", "threads": 1}] + _configs(args)
     name = args.name or ("bench_parallel_scaling" if args.scaling else "bench_parallel")
     table: dict[int, dict[str, dict[str, Any]]] = {}
 
-    def save() -> str:
-        return write_json(name, {"seconds": args.seconds, "repeats": args.repeats, "policy": args.policy,
-                                 "params": params, "cpu_count": os.cpu_count(), "load_avg": os.getloadavg(),
-                                 "boards": {str(b): r for b, r in table.items()}})
+    def result() -> dict[str, Any]:
+        return {"seconds": args.seconds, "repeats": args.repeats, "policy": args.policy, "params": params,
+                "cpu_count": os.cpu_count(), "load_avg": os.getloadavg(),
+                "boards": {str(b): r for b, r in table.items()}}
+
+    def save() -> str | None:
+        return str(write_json(name, result(), directory)) if directory is not None else None
 
     for board in boards:
         runs: dict[str, list[dict[str, float]]] = {_label(c): [] for c in configs}
@@ -182,21 +193,28 @@ def _run(args: argparse.Namespace) -> int:
                 else:
                     m = _run_shared(c["algo"], c["threads"], board, args.seconds, args.policy)
                 runs[_label(c)].append(m)
-                print(f"  {board}x{board} run {rep + 1}/{args.repeats} {_label(c):24s} "
-                      f"{m['sims_per_s']:9.0f} sims/s  ({time.monotonic() - t0:.1f} s)", file=sys.stderr)
+                if not args.quiet:
+                    print(f"  {board}x{board} run {rep + 1}/{args.repeats} {_label(c):24s} "
+                          f"{m['sims_per_s']:9.0f} sims/s  ({time.monotonic() - t0:.1f} s)", file=sys.stderr)
             table[board] = _rows(runs)
             save()
         rows = table[board]
-        _print(board, rows)
+        if not args.json:
+            _print(board, rows)
         traced = [lbl for lbl in rows if lbl.endswith("+trace")]
         if traced:
             plain, with_trace = rows[traced[0][: -len(" +trace")]], rows[traced[0]]
             cost = 1 - with_trace["sims_per_s"] / plain["sims_per_s"] if plain["sims_per_s"] else float("nan")
             cpu_cost = with_trace["cpu_us_per_sim"] / plain["cpu_us_per_sim"] - 1 if plain["cpu_us_per_sim"] else 0
-            print(f"  recording a trace ({traced[0]}): {100 * cost:+.1f}% of sims/s lost, "
-                  f"{100 * cpu_cost:+.1f}% CPU per simulation")
+            if not args.json:
+                print(f"  recording a trace ({traced[0]}): {100 * cost:+.1f}% of sims/s lost, "
+                      f"{100 * cpu_cost:+.1f}% CPU per simulation")
             with_trace["trace_cost"], with_trace["trace_cpu_cost"] = cost, cpu_cost
-    print(f"results: {save()}")
+    path = save()
+    if args.json:
+        print(json.dumps({**result(), "saved_to": path}, default=float))
+    elif path:
+        print(f"results: {path}")
     return 0
 
 

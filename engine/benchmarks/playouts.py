@@ -4,13 +4,13 @@ A warm-up run compiles (or loads) the kernels, then --runs timed runs of at leas
 playouts back to back (each from a fresh copy of the empty board, as a search would). Prints the median
 rate with min and max, the mean moves per playout, and the share of wall time the process was on a core
 (below 1 means other processes took the CPU during the runs; the rate per CPU second is then the better
-guide to the speed of one free core); writes the figures to
-experiments/results/bench-playouts-<board>-<policy>.json.
+guide to the speed of one free core); writes the figures to results/bench-playouts-<board>-<policy>.json
+(or --out DIR; --update-reference refreshes experiments/results/).
 
-    treesplit bench playouts --board 9
-    treesplit bench playouts --board 19 --policy light --json
-    treesplit bench playouts --game loa                   (Lines of Action, start position; --board ignored;
-                                                            written to bench-playouts-loa-<policy>.json)
+examples:
+  treesplit bench playouts --board 9
+  treesplit bench playouts --board 19 --policy light --json --no-save
+  treesplit bench playouts --game loa --policy knowledge   # Lines of Action: bench-playouts-loa-knowledge.json
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import argparse
 import json
 import statistics
 import time
+
+from model.results import add_output_flags
 
 
 def register(kinds) -> None:
@@ -32,9 +34,7 @@ def register(kinds) -> None:
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--runs", type=int, default=5, help="timed runs (default 5)")
     p.add_argument("--seconds", type=float, default=1.0, help="minimum seconds per run (default 1)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--results-dir", default=None, help="where to write the results file "
-                                                        "(default experiments/results)")
+    add_output_flags(p)
     p.set_defaults(func=_run)
 
 
@@ -91,14 +91,12 @@ def measure(board: int, policy: str, komi: float = 7.0, seed: int = 1, runs: int
 
 
 def _run(args) -> int:
-    from pathlib import Path
+    from model.results import output_dir, write_json
 
-    from model.results import write_json
-
+    out = output_dir(args)
     res = measure(args.board, args.policy, args.komi, args.seed, args.runs, args.seconds, args.game)
     tag = "loa" if args.game == "loa" else args.board
-    path = write_json(f"bench-playouts-{tag}-{args.policy}", res,
-                      Path(args.results_dir) if args.results_dir else None)
+    path = write_json(f"bench-playouts-{tag}-{args.policy}", res, out) if out else None
     if args.json:
         print(json.dumps(res, indent=2))
     else:
@@ -108,5 +106,6 @@ def _run(args) -> int:
               f"{args.runs} runs of >= {args.seconds:g} s), {res['moves_per_playout']:.1f} moves/playout, "
               f"on-CPU share {res['cpu_share_median']:.2f} "
               f"({res['playouts_per_cpu_s_median']:,.0f} per CPU second)")
-        print(f"written to {path}")
+        if path:
+            print(f"written to {path}")
     return 0

@@ -7,7 +7,13 @@ an empty table. Two clocks: wall time (what a user sees; the tree's speedup) and
 (user + system, all threads), which gives the one-core rates undisturbed by other processes sharing the
 cores, and the tree's CPU efficiency: its sims per CPU-second against the sequential search's (near 1 means
 no parallel overhead, so T idle cores would give about T times the sequential rate).
-Results go to experiments/results/bench-search-<board>-<policy>.json (as bench playouts names its files).
+Results go to results/bench-search-<board>-<policy>.json (as bench playouts names its files; or --out DIR;
+--update-reference refreshes experiments/results/).
+
+examples:
+  treesplit bench search --board 9
+  treesplit bench search --board 19 --threads 2 --repeats 3
+  treesplit bench search --board 9 --sims 5000 --repeats 1 --json --no-save
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import argparse
 import json
 import statistics
 import time
+
+from model.results import add_output_flags
 
 DEFAULT_SIMS = {9: 20000, 13: 8000, 19: 4000}
 
@@ -32,8 +40,7 @@ def register(kinds) -> None:
     p.add_argument("--sims", type=int, default=None, help="simulations per search (default by board)")
     p.add_argument("--repeats", type=int, default=5, help="runs of each kind (default 5)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="search parameter")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--no-save", action="store_true", help="do not write experiments/results/")
+    add_output_flags(p)
     p.set_defaults(func=run)
 
 
@@ -44,11 +51,12 @@ def run(args: argparse.Namespace) -> int:
     from model import game, tt
     from model.config import parse_overrides
     from model.errors import UserError
-    from model.results import write_json
+    from model.results import output_dir, write_json
     from model.rng import new_rng
 
     if args.repeats < 1 or args.threads < 1:
         raise UserError("--repeats and --threads: must be >= 1")
+    directory = output_dir(args)
     with_tree = args.algo == "tree" or (args.algo is None and args.threads > 1)
     sims = args.sims or DEFAULT_SIMS[args.board]
     n_playouts = max(sims // 4, 200)
@@ -100,8 +108,8 @@ def run(args: argparse.Namespace) -> int:
         out["threads"] = args.threads
         out["tree_speedup"] = med["tree_per_s"] / med["sequential_per_s"]
         out["tree_cpu_efficiency"] = med["tree_per_cpu_s"] / med["sequential_per_cpu_s"]
-    if not args.no_save:
-        out["saved_to"] = str(write_json(f"bench-search-{args.board}-{args.policy}", out))
+    if directory is not None:
+        out["saved_to"] = str(write_json(f"bench-search-{args.board}-{args.policy}", out, directory))
     if args.json:
         print(json.dumps(out, default=float))
         return 0

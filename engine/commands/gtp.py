@@ -59,26 +59,65 @@ def make_gtp_engine(config, size: int = 19, komi: float = 7.5):
     return GtpEngine(Player(config), size=size, komi=komi)
 
 
+DESCRIPTION = """\
+Speak GTP v2 on stdin/stdout, for any GTP controller (GoGui, Sabaki, Lizzie, gogui-twogtp) or
+`treesplit match`. Diagnostics go to stderr. Besides the standard commands: lz-analyze and kgs-analyze
+(candidate moves with visits, winrate and principal variation every INTERVAL centiseconds, until the next
+command: the analysis view of Sabaki and Lizzie), kata-analyze (the same in KataGo's numbers), printsgf,
+kgs-genmove_cleanup, reg_genmove, time_settings and time_left.
+
+examples:
+  treesplit gtp --algo tree --threads 2 --seconds 1            # as Sabaki's engine command
+  treesplit gtp --algo sequential --sims 5000 --param c=0.7
+  treesplit gtp --algo treesplit --ranks 2 --threads 1 --seconds 2
+"""
+
+
 def register(sub) -> None:
     p = sub.add_parser("gtp", help="play Go over GTP v2 on stdin/stdout",
-                       description="Speak GTP v2 on stdin/stdout, for any GTP controller (GoGui, Sabaki, "
-                                   "gogui-twogtp) or `treesplit match`. Diagnostics go to stderr.")
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_player_arguments(p)
     p.add_argument("--name", default="treesplit", help="the engine name reported by `name`")
     p.set_defaults(func=run)
 
 
 def serve(engine, stdin, stdout, stderr) -> int:
-    """The I/O loop: one line in, one response out, until quit or end of input."""
-    for line in stdin:
-        response = engine.handle(line)
-        if response is None:
-            continue
+    """The I/O loop: one line in, one response out, until quit or end of input. A thread reads the lines, so
+    that an analysis command (lz-analyze ...) can stream its response until the next line arrives; the
+    commands themselves, searches included, all run on this thread (an MPI session started from a thread
+    would be stopped when that thread ends: the launcher's parent-death signal follows the thread)."""
+    import queue
+    import threading
+
+    lines: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        for line in stdin:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, name="gtp-stdin", daemon=True).start()
+
+    def write(text: str) -> None:
+        stdout.write(text)
+        stdout.flush()
+
+    def report_error() -> None:
         if engine.last_traceback:
             stderr.write(engine.last_traceback)
             stderr.flush()
-        stdout.write(response)
-        stdout.flush()
+            engine.last_traceback = None
+
+    while (line := lines.get()) is not None:
+        response = engine.handle(line)
+        if response is None:
+            continue
+        report_error()
+        write(response)
+        if engine.analysis is not None:
+            engine.run_analysis(write, until=lambda: not lines.empty())
+            report_error()
+            write("\n")  # the blank line that ends the analysis response
         if engine.quit:
             break
     return 0

@@ -7,13 +7,23 @@ import functools
 from pathlib import Path
 
 
+DESCRIPTION = """\
+Play N games against another GTP engine with alternating colours. Writes OUT/games/game-NNNN.sgf,
+OUT/games.csv (one row per game) and OUT/summary.json (win rate, 95% Wilson interval, Elo difference);
+OUT is results/match-DATE unless --out says otherwise.
+
+examples:
+  treesplit match --games 20 --sims 5000                          # against GNU Go level 10 on 9x9
+  treesplit match --algo tree --threads 2 --seconds 0.5 --games 10 --jobs 2 --out results/match-tree
+  treesplit match --opponent "treesplit gtp --algo sequential --seconds 0.5" --algo root --ranks 2 --seconds 0.5
+"""
+
+
 def register(sub) -> None:
     from engine.commands.gtp import add_player_arguments
 
     p = sub.add_parser("match", help="play a match against another GTP engine (e.g. GNU Go)",
-                       description="Play N games against another GTP engine with alternating colours. Writes "
-                                   "OUT/games/game-NNNN.sgf, OUT/games.csv (one row per game) and "
-                                   "OUT/summary.json (win rate, 95%% Wilson interval, Elo difference).")
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--opponent", default="gnugo --mode gtp --level 10 --chinese-rules",
                    help="the opponent's GTP command line (default: %(default)s)")
     p.add_argument("--games", type=int, default=10, help="games to play (default 10)")
@@ -26,7 +36,8 @@ def register(sub) -> None:
                    help="score at the first two passes even if the opponent's count names the other winner")
     p.add_argument("--first-color", choices=("black", "white"), default="black", help="our colour in game 1")
     p.add_argument("--jobs", type=int, default=1, help="games played at once, in worker processes (default 1)")
-    p.add_argument("--out", default=None, help="directory for SGFs and tables (default experiments/results/match-DATE)")
+    p.add_argument("--out", default=None, metavar="DIR", help="directory for SGFs and tables (default "
+                                                             "results/match-DATE)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_player_arguments(p)
     p.set_defaults(func=run)
@@ -47,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.commands.gtp import player_config
     from engine.match import MatchConfig, run_match
     from model.config import from_dict
-    from model.results import RESULTS_DIR
+    from model.results import USER_DIR
 
     cfg = from_dict(MatchConfig, {
         "opponent": args.opponent, "games": args.games, "board": args.board, "komi": args.komi,
@@ -57,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.gtp_client import resolve_command
 
     resolve_command(cfg.opponent)  # fail now, with one clear message, if the opponent is not installed
-    out = Path(args.out) if args.out else RESULTS_DIR / f"match-{datetime.now():%Y%m%d-%H%M%S}"
+    out = Path(args.out) if args.out else USER_DIR / f"match-{datetime.now():%Y%m%d-%H%M%S}"
     summary = run_match(cfg, functools.partial(_local_engine, player, cfg.board, cfg.komi), out,
                         engine_info=dataclasses.asdict(player), progress=not args.quiet)
     st = summary["stats"]

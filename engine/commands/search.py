@@ -5,14 +5,26 @@ from __future__ import annotations
 import argparse
 import json
 
+from model.algorithms import ALGORITHMS, DISTRIBUTED
+
+DESCRIPTION = f"""\
+Run one search from the empty board (Go), the start position (Lines of Action) or the root (P-game) and
+print the chosen move, simulations/s, playouts/s (PPS), new tree nodes/s (NPS) and root visits.
+
+algorithms:
+""" + "".join(f"  {a.name:11s}{a.description}\n" for a in ALGORITHMS.values()) + """
+examples:
+  treesplit search --algo treesplit --ranks 4 --board 19 --seconds 5 --trace runs/t1   # real MPI ranks
+  treesplit search --algo tree --threads 2 --board 9 --sims 20000 --json
+  treesplit search --algo hybrid --ranks 4 --bcast-ranks 2 --param groups=2 --sims 3000
+"""
+
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "search", help="run one search with any algorithm and print the move, sims/s, PPS, NPS",
-        description="Run one search from the empty board (Go) or the root (P-game) and print the chosen move, "
-                    "simulations/s, playouts/s (PPS), new tree nodes/s (NPS) and root visits.")
-    p.add_argument("--algo", default="sequential", help="algorithm (sequential, tree; MPI: leaf, root, tds, "
-                                                        "dfuct, treesplit, hybrid)")
+    p = sub.add_parser("search", help="run one search with any algorithm and print the move, sims/s, PPS, NPS",
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--algo", default="sequential", metavar="ALGO",
+                   help=f"algorithm (default sequential; on MPI ranks: {', '.join(DISTRIBUTED)})")
     p.add_argument("--game", choices=("go", "pgame", "loa"), default="go",
                    help="Go (default), the synthetic P-game tree, or Lines of Action")
     p.add_argument("--board", type=int, default=9, help="Go board size (default 9)")
@@ -26,9 +38,12 @@ def register(sub) -> None:
     budget = p.add_mutually_exclusive_group(required=True)
     budget.add_argument("--sims", type=int, help="simulations")
     budget.add_argument("--seconds", type=float, help="seconds")
-    p.add_argument("--threads", type=int, default=None, help="threads (tree; per rank for MPI algorithms)")
-    p.add_argument("--ranks", type=int, default=None, help="MPI search ranks (MPI algorithms)")
-    p.add_argument("--bcast-ranks", type=int, default=None, help="MPI broadcast ranks (treesplit, hybrid)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads (tree; per rank for MPI algorithms, the IO thread counted; default: what is fast "
+                        "for this machine's cores, an equal share per rank, 1 when ranks >= cores)")
+    p.add_argument("--ranks", type=int, default=None, help="MPI search ranks (MPI algorithms; default 2)")
+    p.add_argument("--bcast-ranks", type=int, default=None,
+                   help="MPI broadcast ranks (treesplit, hybrid; default 1 per 4 search ranks, hybrid: per group)")
     p.add_argument("--trace", default=None, metavar="DIR", help="record a trace directory (MPI algorithms)")
     p.add_argument("--trace-probe", action="store_true",
                    help="with --trace: record packages and messages only in every other 0.1 s, so that `treesplit "

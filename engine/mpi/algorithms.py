@@ -1,4 +1,4 @@
-"""The MPI algorithms in the algorithm registry (engine/algorithms.py imports this module as a provider).
+"""The MPI algorithms in the algorithm registry (engine/algorithms.py loads them with register_all()).
 
 Each algorithm of model/roles (treesplit, tds, root, leaf) registers with
   - a config class whose fields are the job layout (ranks, bcast_ranks, threads), seed and table size,
@@ -22,20 +22,12 @@ from typing import Any
 from engine import algorithms
 from engine.mpi.config import DistributedConfig
 from engine.sequential import SearchConfig
+from model import algorithms as model_algorithms
 from model.config import check, parse_overrides
 from model.roles.params import ALGO_DEFAULTS, ALGO_PARAMS, UCT_DEFAULTS, split_params
 from model.uct import UctParams
 
-DESCRIPTIONS = {
-    "treesplit": "UCT-Treesplit: the tree spread by hash over MPI ranks, hot nodes duplicated, broadcast ranks",
-    "tds": "transposition-table-driven scheduling: treesplit without duplication",
-    "root": "root parallelisation: independent trees, near-root statistics merged now and then",
-    "leaf": "leaf parallelisation: a master does the in-tree work, the other ranks playouts",
-    "dfuct": "TDS with depth-first UCT: delayed, merged backpropagation (Yoshizoe et al.)",
-    "hybrid": "groups of treesplit ranks joined by root parallelisation",
-}
 DEFAULT_RANKS = 2
-DEFAULT_THREADS = 2
 # the job's layout and the player's resign rule (engine.sequential.wants_resign): not sent to the roles
 _LAYOUT = [("ranks", int | None, None), ("bcast_ranks", int | None, None), ("threads", int | None, None),
            ("seed", int, 1), ("tt_mb", float | None, None),
@@ -78,7 +70,8 @@ def _config_class(algo: str) -> type:
         check(self.tt_mb is None or self.tt_mb > 0, "tt_mb", "must be > 0")
         check(0 <= self.resign < 1, "resign", "must be in [0, 1)")
         check(self.resign_min_visits >= 0, "resign_min_visits", "must be >= 0")
-        split_params(algo, algo_params(algo, self))
+        own = split_params(algo, algo_params(algo, self))[1]
+        model_algorithms.resolve_layout(algo, self.ranks or DEFAULT_RANKS, self.bcast_ranks, own)
 
     return dataclasses.make_dataclass(f"{algo.capitalize()}Config", fields, namespace={"validate": validate})
 
@@ -86,7 +79,7 @@ def _config_class(algo: str) -> type:
 def distributed_config(algo: str, cfg, **kw) -> DistributedConfig:
     """A DistributedConfig for one search with the registry config `cfg`; kw: game, budget, trace, ..."""
     return DistributedConfig(algo=algo, ranks=cfg.ranks or DEFAULT_RANKS, bcast_ranks=cfg.bcast_ranks,
-                             threads=cfg.threads or DEFAULT_THREADS, seed=cfg.seed,
+                             threads=cfg.threads, seed=cfg.seed,
                              params=algo_params(algo, cfg), **kw)
 
 
@@ -115,8 +108,8 @@ def run_search(args) -> int:
 
 
 def layout_hint(dc) -> str | None:
-    """A note when a local run puts more threads on the machine than it has cores and ranks have worker threads:
-    every hop then waits for thread wake-ups (measured on 2 cores: 2 ranks x 2 threads 3x slower than x 1)."""
+    """A note when --threads puts more threads on the machine than it has cores and ranks have worker threads:
+    every hop then waits for thread wake-ups (engine.mpi.config.fast_threads, the default, never does)."""
     from engine.mpi.launch import inside_mpi
 
     cores = os.cpu_count() or 1
@@ -131,7 +124,11 @@ class DistributedSearcher:
     """The Player's searcher for an MPI algorithm. Its searches run in one MPI session (engine.mpi.session)
     that lives as long as the searcher, so each rank keeps its part of the tree from move to move. Inside an
     MPI job the user started, rank 0 leads the session and the other ranks serve it from here on: for them
-    the constructor returns only when rank 0 closes the session, and then ends the process."""
+    the constructor returns only when rank 0 closes the session, and then ends the process.
+    A search's root statistics are its own (the duplicated root starts afresh on every rank), so an analysis
+    that searches one position in several stretches adds them up itself (keeps_root_visits)."""
+
+    keeps_root_visits = False
 
     def __init__(self, algo: str, config):
         from engine.mpi.launch import inside_mpi
@@ -215,11 +212,8 @@ class DistributedSearcher:
             self.session = None
 
 
-def _register() -> None:
-    for algo in ALGO_PARAMS:
+def register_all() -> None:
+    for algo in model_algorithms.DISTRIBUTED:
         algorithms.register(algorithms.Algorithm(
-            algo, DESCRIPTIONS.get(algo, algo), _config_class(algo),
+            algo, model_algorithms.get(algo).description, _config_class(algo),
             make_searcher=lambda cfg, a=algo: DistributedSearcher(a, cfg), run=run_search, needs_mpi=True))
-
-
-_register()

@@ -5,14 +5,32 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from model.algorithms import resolve_layout
 from model.config import check, from_dict
+from model.errors import UserError
 from model.game import NAMES
 
 GAMES = tuple(NAMES)
+# Set by MPI launchers in every rank: how many ranks of the job share this node (MPICH/Hydra, Open MPI, Slurm).
+_LOCAL_RANKS_ENV = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE")
+
+
+def fast_threads(world_size: int, cores: int | None = None) -> int:
+    """Threads per rank (the IO thread counted) that are fast on this machine: an equal share of its cores for
+    each of the ranks on it, at least 1 (the IO thread then runs the packages itself). More threads than cores
+    make every hop wait for a thread wake-up: on 2 cores, 2 ranks x 2 threads ran 3x slower than 2 x 1."""
+    local = world_size
+    for var in _LOCAL_RANKS_ENV:  # inside a job a launcher started: the ranks on this node, not the world
+        if os.environ.get(var, "").isdigit() and int(os.environ[var]) > 0:
+            local = int(os.environ[var])
+            break
+    cores = cores or os.cpu_count() or 1
+    return max(1, cores // max(1, local))
 
 
 @dataclass
@@ -21,7 +39,8 @@ class DistributedConfig:
 
     threads counts the IO thread: a rank runs threads - 1 worker threads; threads = 1 makes the IO thread
     run the work packages itself between two polls (the layout for one core per rank).
-    bcast_ranks None means the algorithm's default (1 per 4 search ranks for treesplit).
+    bcast_ranks None means the algorithm's default (model.algorithms: 1 per 4 search ranks for treesplit);
+    threads None means what is fast for this machine's cores (fast_threads).
     """
 
     algo: str = "treesplit"
@@ -37,7 +56,7 @@ class DistributedConfig:
     game_params: dict = field(default_factory=dict)  # game-specific options (pgame branching, depth, ...)
     ranks: int = 2
     bcast_ranks: int | None = None
-    threads: int = 2
+    threads: int | None = None
     sims: int | None = None
     seconds: float | None = None
     params: dict = field(default_factory=dict)  # the algorithm's parameters (--param key=value)
@@ -52,6 +71,14 @@ class DistributedConfig:
     stall_timeout: float = 60.0  # seconds without progress before a rank gives up and aborts the job
     mpiexec_args: list = field(default_factory=list)  # extra launcher arguments (e.g. ["-launcher", "fork"])
 
+    def __post_init__(self) -> None:
+        if self.threads is None:
+            try:
+                world = sum(self.resolved_layout())
+            except (UserError, TypeError):  # validate() says what is wrong with the layout
+                world = self.ranks if isinstance(self.ranks, int) else 1
+            self.threads = fast_threads(world)
+
     def validate(self) -> None:
         check(isinstance(self.algo, str) and bool(self.algo), "algo", "need an algorithm name")
         check(self.game in GAMES, "game", f"expected one of {GAMES}, got {self.game!r}")
@@ -60,6 +87,7 @@ class DistributedConfig:
         check(self.bcast_ranks is None or (isinstance(self.bcast_ranks, int) and self.bcast_ranks >= 0),
               "bcast_ranks", "need a whole number >= 0")
         check(isinstance(self.threads, int) and self.threads >= 1, "threads", "need at least 1 thread per rank")
+        self.resolved_layout()  # a layout the algorithm can't run stops here, before any rank starts
         check(self.sims is not None or self.seconds is not None, "sims", "give --sims N or --seconds S")
         check(self.sims is None or (isinstance(self.sims, int) and self.sims >= 1), "sims", "need sims >= 1")
         check(self.seconds is None or self.seconds > 0, "seconds", "need seconds > 0")
@@ -78,16 +106,15 @@ class DistributedConfig:
     def workers(self) -> int:
         return self.threads - 1
 
+    def resolved_layout(self) -> tuple[int, int]:
+        """(search ranks, broadcast ranks), checked: a ConfigError names layouts that run. A role_factory
+        (tests' stand-in roles) lays out its ranks as given."""
+        if self.role_factory:
+            return self.ranks, self.bcast_ranks or 0
+        return resolve_layout(self.algo, self.ranks, self.bcast_ranks, self.params)
+
     def resolved_bcast_ranks(self) -> int:
-        if self.bcast_ranks is not None:
-            return self.bcast_ranks
-        ratio = int(self.params.get("bcast_ratio", 4))
-        if self.algo == "treesplit":
-            return self.ranks // ratio
-        if self.algo == "hybrid":  # every group gets its own share, so the groups divide the broadcast ranks
-            groups = int(self.params.get("groups", 2))
-            return groups * ((self.ranks // groups) // ratio) if self.ranks % groups == 0 else 0
-        return 0
+        return self.resolved_layout()[1]
 
     @property
     def world_size(self) -> int:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.mpi.config import DistributedConfig
+from engine.mpi.failure import Failure, OutputWatch, RankWatch, diagnose, mark_trace
 from model.errors import UserError
 
 # Environment variables that MPI launchers set in every rank (MPICH/Hydra, Open MPI, PMIx, Slurm's PMI).
@@ -95,7 +96,9 @@ def run_distributed(config: DistributedConfig, timeout: float | None = None) -> 
         if nice is not None:
             env[AUTOGROUP_ENV] = str(nice)
         proc = subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
-                                env=env)
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+        output = OutputWatch(proc.stdout, proc.stderr)  # passes every line on; keeps what says why it failed
+        ranks = RankWatch(Path(tmp), config.world_size)  # notes which rank ends first
         try:
             rc = proc.wait(timeout)
         except KeyboardInterrupt:
@@ -104,8 +107,15 @@ def run_distributed(config: DistributedConfig, timeout: float | None = None) -> 
         except subprocess.TimeoutExpired:
             _interrupt(proc)
             raise DistributedError(f"the MPI job did not finish within {timeout:g} s and was stopped") from None
+        finally:
+            output.join()
+            ranks.stop()
         if rc != 0:
-            raise DistributedError(_failure(rc, config))
+            failure = diagnose(rc, output, ranks)
+            message = _failure(rc, config, failure)
+            if config.trace and not _interrupted(rc) and mark_trace(config.trace, failure) is not None:
+                message += f"; the trace {config.trace} holds the records up to the failure"
+            raise DistributedError(message)
         try:
             return json.loads(result.read_text())
         except (OSError, json.JSONDecodeError) as e:
@@ -164,16 +174,14 @@ def _interrupt(proc: subprocess.Popen) -> None:
         pass
 
 
-def _failure(rc: int, config: DistributedConfig) -> str:
+def _interrupted(rc: int) -> bool:
+    return rc == 130 or rc == -signal.SIGINT
+
+
+def _failure(rc: int, config: DistributedConfig, failure: Failure) -> str:
     n = config.world_size
-    if rc == 130 or rc == -signal.SIGINT:
+    if _interrupted(rc):
         return f"the MPI job ({n} ranks) was interrupted"
-    if rc < 0 or rc in (9, 15) or rc > 128:
-        sig = -rc if rc < 0 else (rc - 128 if rc > 128 else rc)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        return (f"the MPI job ({n} ranks) failed: a rank was killed ({name}); "
-                f"mpiexec stopped the others (exit code {rc})")
+    if failure.killed:
+        return f"the MPI job ({n} ranks) failed: {failure.describe()}; mpiexec stopped the others (exit code {rc})"
     return f"the MPI job ({n} ranks) failed with exit code {rc}; see the rank's error above"

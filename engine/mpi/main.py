@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from engine.mpi.config import DistributedConfig
-from engine.mpi.launch import inherit_priority, run_in_mpi
+from engine.mpi.failure import note_rank
+from engine.mpi.launch import inherit_priority, mpi_world, run_in_mpi
 from engine.mpi.rank import EXIT_INTERRUPTED, Interrupted
 from model.errors import UserError
 
@@ -24,6 +25,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m engine.mpi.main CONFIG.json RESULT.json", file=sys.stderr)
         return 2
     inherit_priority()
+    note_rank(Path(argv[1]).parent, mpi_world().Get_rank())  # for the launcher's report if this rank dies
     try:
         config = DistributedConfig.load(argv[0])
         result = run_in_mpi(config)

@@ -41,11 +41,11 @@ from engine.mpi.clock import synchronise, ticks_per_second
 from engine.mpi.comm import CONTROL, Endpoint
 from engine.mpi.config import DistributedConfig
 from engine.mpi.host import Host, make_host
-from engine.mpi.recorder import SAMPLE_EVERY, TELEMETRY_EVERY, Recorder, run_recorded
+from engine.mpi.recorder import IO_WORKER, SAMPLE_EVERY, Recorder, run_recorded
 from engine.mpi.workers import WorkerPool
 from model.cycles import cycles
 from model.errors import ConfigError, UserError
-from model.roles.base import CONTINUE
+from model.roles.base import CONTINUE, IO
 from model.roles.fastcall import Bound
 
 IDLE_WAIT = 0.0001  # longest nap of an idle IO thread: a message waits about half of it (0.5 ms: 2.5x fewer sims/s)
@@ -104,6 +104,7 @@ class RankRuntime:
         self.heartbeat = time.monotonic()
         self.native_net = None  # the compiled loop's endpoint (engine/mpi/native.py), when it runs
         self.aborting = False
+        self.ended = threading.Event()  # the watchdog's wake-up: a sleeping watchdog kept the runtime alive
         self.meta = None
 
     # --- entry ------------------------------------------------------------------------------------------------
@@ -130,6 +131,7 @@ class RankRuntime:
         except Exception as e:
             self.abort(f"{type(e).__name__}: {e}", traceback.format_exc())
         finally:
+            self.ended.set()
             restore()
         return None  # not reached: abort() ends the process
 
@@ -151,9 +153,12 @@ class RankRuntime:
         # The start-up's objects (numba's dispatchers, the game tables, pyarrow) never die: out of the
         # collector's way, a full collection walks only what the search allocates. A traced rank allocates
         # ~60,000 record tuples a second, which trigger full collections (traced root 2x1 9x9: 10% of its
-        # time in them before)
+        # time in them before). Frozen once per process: a frozen search's objects are never collected, and
+        # the runtime's callbacks tie them in cycles (a session's ranks kept each game's table);
+        # engine/mpi/session.py re-freezes between searches, when only the long-lived objects remain
         gc.collect()
-        gc.freeze()
+        if not gc.get_freeze_count():
+            gc.freeze()
         clock = synchronise(self.comm, self.cache)
         self.clock, self.now = clock, clock.now
         self.wake = threading.Event()
@@ -194,6 +199,7 @@ class RankRuntime:
         from engine.mpi.summary import summarise
 
         result = summarise(cfg, self.control, host.result(self.control.reports), t_end)
+        self.rec.finish(result, t_end)
         if cfg.trace:
             self._finish_trace(result, t_end)
         return result
@@ -392,6 +398,8 @@ class RankRuntime:
                             if writing and rec.active:
                                 messages.append((t_send, t_recv, src, rank, kind, len(payload), sim_id))
                             apply(host.on_message(src, kind, sim_id, payload))
+                if rec.active:  # the IO thread's own work, on its lane of the trace
+                    rec.io_packages.append((t_recv, now(), IO_WORKER, IO, -1))
             if local:
                 worked = True
                 with lock:
@@ -478,7 +486,7 @@ class RankRuntime:
         """Run one package on the IO thread; returns the time it ended."""
         now, execute = self.now, self.host.execute
         if self.rec.active:
-            result, start, t1 = run_recorded(pkg, execute, self.host.describe, now, 0, self.rec.io_packages)
+            result, start, t1 = run_recorded(pkg, execute, self.host.describe, now, IO_WORKER, self.rec.io_packages)
         else:
             start = now()
             result = execute(pkg)
@@ -536,18 +544,9 @@ class RankRuntime:
             t = self.now()
         counters = self.host.counters()
         busy = self.rec.sample(t, self.busy_time(), self.workers, self.queue_len(), counters)
-        if self.rec.sender is not None and t >= self.rec.next_telemetry:
-            self.rec.next_telemetry = t + TELEMETRY_EVERY
-            meta = None
-            if self.rec.sender.sent % 20 == 0:  # now and then, for a dashboard that joins late
-                from model.game import trace_board
+        self.rec.push_telemetry(t, busy, counters, self)
 
-                meta = {"algo": self.config.algo, "game": self.config.game,
-                        "board": trace_board(self.config.game, self.config.board),
-                        "ranks": self._ranks(), "threads": self.config.threads, "runtime": "engine"}
-            self.rec.push_telemetry(t, busy, self.queue_len(), counters, self._sent(), meta)
-
-    def _sent(self) -> dict[tuple[int, str], list[int]]:
+    def sent_totals(self) -> dict[tuple[int, str], list[int]]:
         """(dst, kind) -> [messages, bytes] sent: one by one through the endpoint, or by a batch host."""
         sent = {k: list(v) for k, v in self.ep.sent.items()}
         for d, k, c, b in getattr(self.host, "sent_counts", lambda: [])():
@@ -561,7 +560,7 @@ class RankRuntime:
         return {
             "rank": self.rank, "t": t, "workers": self.workers, "inline": self.pool is None,
             "busy_time": self.busy_time(), "cpu_time": time.process_time() - self.cpu0, "counters": {k: int(v) for k, v in self.host.counters().items()},
-            "sent": [[d, k, c, b] for (d, k), (c, b) in sorted(self._sent().items())],
+            "sent": [[d, k, c, b] for (d, k), (c, b) in sorted(self.sent_totals().items())],
             "app_sent": self.ep.app_sent, "app_received": self.ep.app_received,
             "mpi_sends": self.ep.mpi_sends, "mpi_receives": self.ep.mpi_receives,
             "clock_offset": self.clock.offset, "clock_rtt": self.clock.rtt,
@@ -652,7 +651,8 @@ class RankRuntime:
         limit = self.config.stall_timeout
         last_sims, last_sims_t = -1, time.monotonic()
         while not self.control.done and not self.aborting:
-            time.sleep(min(1.0, limit / 4))
+            if self.ended.wait(min(1.0, limit / 4)):
+                return
             t = time.monotonic()
             if t - self.heartbeat > limit:
                 self.abort(f"the IO loop made no progress for {limit:g} s (a role call or package never returned)")

@@ -11,11 +11,14 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from model.roles.base import CONTINUE, PART_KINDS
+from model.roles.base import CONTINUE, IO, PART_KINDS
 from model.trace import Meta, TraceWriter
 
 SAMPLE_EVERY = 0.1
 TELEMETRY_EVERY = 0.2
+# The IO thread's lane in the trace (the simulator's IO core's too): the packages it runs itself (--threads 1)
+# and its turns that handle arrived messages (kind IO, sim_id -1)
+IO_WORKER = -1
 _KEEP_MULT = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: sampling keeps or drops whole simulations
 
 
@@ -134,6 +137,7 @@ class Recorder:
         self.writer = TraceWriter(trace_dir, meta, part=f"rank{rank}", flush_rows=flush_rows) if trace_dir else None
         self.sender = None
         self.window = None
+        self.live = None  # engine.mpi.live.LiveFields, made at the first telemetry record
         if telemetry:
             from model.telemetry import TelemetrySender, Window
 
@@ -147,7 +151,8 @@ class Recorder:
                          np.zeros(1, np.int64))
         self._last_sent: dict[tuple[int, str], tuple[int, int]] = {}
         self.messages: list[tuple] = []  # IO thread: (t_send, t_recv, src, dst, kind, nbytes, sim_id) received
-        self.io_packages: list[tuple] = []  # IO thread (inline work): (t0, t1, worker, kind, sim_id)
+        self.io_packages: list[tuple] = []  # IO thread (inline work, message handling): (t0, t1, worker, kind, sim_id)
+        self.io_time = 0.0  # the IO thread's recorded busy seconds (telemetry's io_busy)
         self.next_sample = 0.0
         self.next_telemetry = 0.0
         self._last_busy = 0.0
@@ -155,8 +160,13 @@ class Recorder:
 
     def collect(self, package_records: list[tuple]) -> None:
         """Move package and message records into the trace (and the telemetry window)."""
-        pk = package_records + self.io_packages if self.io_packages else package_records
-        self.io_packages = []
+        io = self.io_packages
+        if io:
+            self.io_time += sum([r[1] - r[0] for r in io])
+            pk = package_records + io
+            self.io_packages = []
+        else:
+            pk = package_records
         msgs = self.messages[:]  # the IO loop holds a reference to this very list
         self.messages.clear()
         if pk and (self.window is not None or self.writer is not None):
@@ -197,24 +207,44 @@ class Recorder:
                                int(counters.get("nodes_duplicated", 0)))
         return busy
 
-    def push_telemetry(self, t: float, busy: float, queue_len: int, counters: dict[str, int],
-                       sent: dict[tuple[int, str], list[int]], meta: dict | None = None) -> None:
-        if self.sender is None:
+    def push_telemetry(self, t: float, busy: float, counters: dict[str, int], rank) -> None:
+        """Every TELEMETRY_EVERY s: the window's record (the sample, what was sent, engine.mpi.live's fields).
+        rank: the rank runtime (engine.mpi.rank.RankRuntime) whose endpoint, pool and role are read."""
+        if self.sender is None or t < self.next_telemetry:
             return
-        for key, (c, b) in sent.items():  # the endpoint keeps totals; the window wants this window's share
+        self.next_telemetry = t + TELEMETRY_EVERY
+        for key, (c, b) in rank.sent_totals().items():  # the rank keeps totals; the window wants this window's share
             c0, b0 = self._last_sent.get(key, (0, 0))
             if c > c0:
                 cell = self.window.messages.setdefault(key, [0, 0])
                 cell[0] += c - c0
                 cell[1] += b - b0
             self._last_sent[key] = (c, b)
-        fields = {"queue_len": int(queue_len), "busy_frac": float(busy),
+        fields = {"queue_len": int(rank.queue_len()), "busy_frac": float(busy),
                   "in_flight": int(counters.get("in_flight", 0)),
                   **{k: int(counters.get(k, 0)) for k in ("sims_done", "playouts_done", "nodes_stored",
                                                           "nodes_duplicated")}}
-        if meta:
-            fields["meta"] = meta
-        self.sender.send(self.window.flush(t, **fields))
+        if self.live is None:
+            from engine.mpi.live import LiveFields
+
+            self.live = LiveFields(rank.config)
+        pool = rank.pool
+        fields.update(self.live.fields(t, list(pool.busy_time) if pool is not None else [], self.io_time,
+                                       getattr(rank.host, "role", None)))
+        self._send(self.window.flush(t, **fields))
+
+    def finish(self, result: dict[str, Any], t_end: float) -> None:
+        """Rank 0, after the summary: the last record says the search is over and what it found."""
+        if self.sender is None:
+            return
+        from engine.mpi.live import final_fields
+
+        self._send(self.window.flush(t_end, **final_fields(result, t_end)))
+        self.sender.close()
+
+    def _send(self, record: dict[str, Any]) -> None:
+        if not self.sender.send(record) and record.pop("tree", None) is not None:
+            self.sender.send(record)  # a tree that made the datagram too large: the rest still goes
 
     def tree(self, columns: dict[str, Any] | None) -> None:
         if self.writer is None or columns is None or not len(columns.get("hash", ())):
@@ -227,5 +257,5 @@ class Recorder:
     def close(self, t_end: float | None = None) -> None:
         if self.writer is not None:
             self.writer.close(t_end)
-        if self.sender is not None:
+        if self.sender is not None and self.rank != 0:  # rank 0's sends the final record (finish)
             self.sender.close()

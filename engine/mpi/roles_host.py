@@ -72,9 +72,7 @@ def check_config(config: DistributedConfig) -> None:
     if config.algo not in ALGORITHMS:
         raise ConfigError(f"algo: {config.algo!r} is not an MPI algorithm (known: {', '.join(ALGORITHMS)})")
     split_params(config.algo, config.params)
-    layout = _layout(config)
-    if layout.bcast_ranks and config.algo not in ("treesplit", "hybrid"):
-        raise ConfigError(f"bcast_ranks: {config.algo} has no broadcast ranks")
+    _layout(config)  # checks it (model.algorithms.resolve_layout)
     _game_spec(config)
 
 

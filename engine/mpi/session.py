@@ -19,6 +19,7 @@ Two ways in:
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import signal
@@ -61,12 +62,29 @@ def _execute(comm, cmd: dict, cache: dict) -> dict[str, Any] | None:
 
     op = cmd.get("op")
     if op == "search":
+        warm = cache.get("warm")
         res = RankRuntime(DistributedConfig.from_json(json.dumps(cmd["config"])), comm, cache).run()
+        if cache.get("warm") != warm:
+            refreeze()
         return {"ok": True, "result": res}
     if op == "reset":
-        cache.pop("table", None)
+        # the same table, emptied: a new one would cost its page faults again, every game
+        if cache.get("table") is not None:
+            from model import tt
+
+            tt.clear(cache["table"])
         return {"ok": True}
     return {"ok": False, "error": f"unknown session command {op!r}"}
+
+
+def refreeze() -> None:
+    """Between two searches, after one that made long-lived objects (the first search loads the kernels
+    and allocates the table; a new board size, new ones): the search's own objects are garbage now, so a
+    full collection frees them and a freeze takes the rest out of the collector's way (engine.mpi.rank
+    freezes only in a process where nothing is frozen yet)."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 def follow() -> None:

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import argparse
 
+from model.results import add_output_flags
+
+DESCRIPTION = """\
+Run the real engine (sequential, tree, treesplit/tds/root/leaf on 1-4 ranks) and the simulator with a profile
+calibrated on each run (or --profile), and print predicted vs measured figures with relative errors. Writes
+results/validate[-quick].json and .csv (or --out DIR; --update-reference refreshes experiments/results/).
+
+examples:
+  treesplit validate --quick                        # 9x9, ~2 min: results/validate-quick.json and .csv
+  treesplit validate --board 19 --seconds 3 --repeats 5
+  treesplit validate --traces traces/ --bench results/bench_parallel_scaling.json --json --no-save
+"""
+
 
 def register(sub) -> None:
     p = sub.add_parser("validate", help="simulator vs real engine on this machine: sims/s, messages, bytes, hops, "
                                         "busy fraction, with relative errors",
-                       description="Run the real engine (sequential, tree, treesplit/tds/root/leaf on 1-4 ranks) "
-                                   "and the simulator with a profile calibrated on each run (or --profile), and "
-                                   "print predicted vs measured figures with relative errors. Writes "
-                                   "experiments/results/validate[-quick].json and .csv.",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="a small subset (9x9 unless --board is given; ~2 min; the full run ~14 min)")
     p.add_argument("--board", type=int, action="append", default=None, metavar="N",
                    help="board size, may repeat (default: 9 and 19; --quick: 9)")
@@ -41,15 +50,23 @@ def register(sub) -> None:
                    help="profile whose network and IO poll costs are used (the traces hold no ping-pong; "
                         "default local)")
     t.add_argument("--name", default="validate-traces", help="results file name (default validate-traces)")
-    p.add_argument("--json", action="store_true", help="print the table as JSON")
-    p.add_argument("--no-save", action="store_true", help="do not write experiments/results/")
+    add_output_flags(p)
     p.set_defaults(func=main)
+
+
+def _log(args):
+    """Progress to stderr, or nothing with --quiet."""
+    import sys
+
+    return (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
 
 
 def main(args) -> int:
     from experiments.validate import ValidateConfig, validate
     from model.config import parse_overrides
+    from model.results import output_dir
 
+    output_dir(args)  # contradictory output flags stop here, before minutes of runs
     if args.traces:
         return main_traces(args)
     boards = tuple(args.board) if args.board else ((9,) if args.quick else (9, 19))
@@ -57,7 +74,7 @@ def main(args) -> int:
                          profile=args.profile,
                          pingpong=not args.no_pingpong, params=parse_overrides(args.param))
     cfg.validate()
-    res = validate(cfg)
+    res = validate(cfg, log=_log(args))
     return _emit(res, args, "validate-quick" if args.quick else "validate")
 
 
@@ -67,19 +84,20 @@ def main_traces(args) -> int:
     modes = ("reproduce", "predict") if args.mode == "both" else (args.mode,)
     cfg = TraceValidateConfig(traces=tuple(args.traces), base=args.base, network=args.network, bench=args.bench,
                               seconds=args.seconds, modes=modes)
-    res = validate_traces(cfg)
+    res = validate_traces(cfg, log=_log(args))
     return _emit(res, args, args.name)
 
 
 def _emit(res: dict, args, name: str) -> int:
     """Save the table (unless --no-save) and print it, as JSON with --json."""
     import json
-    import sys
 
     from experiments.validate import format_table, save
+    from model.results import output_dir
 
-    if not args.no_save:
-        js, cs = save(res, name)
-        print(f"wrote {js} and {cs.name}", file=sys.stderr)
+    directory = output_dir(args)
+    if directory is not None:
+        js, cs = save(res, name, directory)
+        _log(args)(f"wrote {js} and {cs.name}")
     print(json.dumps(res, indent=2, default=float) if args.json else format_table(res["rows"]))
     return 0

@@ -75,46 +75,50 @@ from __future__ import annotations
 
 from typing import Any
 
-from model.roles.base import CONTINUE, Actions, Layout, Package, Role, RoleStats, Setup, default_bcast_ranks
+from model import algorithms
+from model.roles.base import CONTINUE, Actions, Layout, Package, Role, RoleStats, Setup
+from model.roles.broadcast import TreesplitBroadcast
+from model.roles.dfuct import DfuctSearch
+from model.roles.hybrid import make_hybrid_role
+from model.roles.leaf import LeafMaster, LeafWorker
 from model.roles.messages import Message, decode
 from model.roles.params import split_params
+from model.roles.root import RootSearch
+from model.roles.treesplit import TreesplitSearch
 
-ALGORITHMS = ("treesplit", "tds", "root", "leaf", "dfuct", "hybrid")
+ALGORITHMS = algorithms.DISTRIBUTED
+
+
+def _treesplit(rank, layout, setup, uct, own, table) -> Role:
+    if layout.is_search(rank):
+        return TreesplitSearch(rank, layout, setup, uct, own, table)
+    return TreesplitBroadcast(rank, layout, own)
+
+
+def _leaf(rank, layout, setup, uct, own, table) -> Role:
+    if rank == 0:
+        return LeafMaster(rank, layout, setup, uct, own, table)
+    return LeafWorker(rank, layout, setup, uct, own)
+
+
+# algorithm -> the role of one rank: (rank, layout, setup, uct params, own params, table) -> Role
+ROLES = {
+    "treesplit": _treesplit,
+    "tds": _treesplit,
+    "root": RootSearch,
+    "leaf": _leaf,
+    "dfuct": DfuctSearch,
+    "hybrid": make_hybrid_role,
+}
 
 
 def make_role(algo: str, rank: int, layout: Layout, setup: Setup, params: dict[str, Any] | None = None,
               table=None) -> Role:
-    """The role of global rank `rank` for algorithm `algo`; params: --param key=value pairs (strings ok)."""
+    """The role of global rank `rank` for algorithm `algo`; params: --param key=value pairs (strings ok).
+    A layout the algorithm can't run (model.algorithms.resolve_layout) is a ConfigError."""
     uct, own = split_params(algo, params or {})
-    if algo in ("treesplit", "tds"):
-        if layout.is_search(rank):
-            from model.roles.treesplit import TreesplitSearch
-
-            return TreesplitSearch(rank, layout, setup, uct, own, table)
-        from model.roles.broadcast import TreesplitBroadcast
-
-        return TreesplitBroadcast(rank, layout, own)
-    if algo == "hybrid":
-        from model.roles.hybrid import make_hybrid_role
-
-        return make_hybrid_role(rank, layout, setup, uct, own, table)
-    if layout.bcast_ranks:
-        from model.errors import ConfigError
-
-        raise ConfigError(f"bcast_ranks: {algo} has no broadcast ranks")
-    if algo == "root":
-        from model.roles.root import RootSearch
-
-        return RootSearch(rank, layout, setup, uct, own, table)
-    if algo == "dfuct":
-        from model.roles.dfuct import DfuctSearch
-
-        return DfuctSearch(rank, layout, setup, uct, own, table)
-    from model.roles.leaf import LeafMaster, LeafWorker
-
-    if rank == 0:
-        return LeafMaster(rank, layout, setup, uct, own, table)
-    return LeafWorker(rank, layout, setup, uct, own)
+    algorithms.resolve_layout(algo, layout.search_ranks, layout.bcast_ranks, own)
+    return ROLES[algo](rank, layout, setup, uct, own, table)
 
 
 def make_roles(algo: str, layout: Layout, setup: Setup, params: dict[str, Any] | None = None) -> list[Role]:
@@ -122,5 +126,5 @@ def make_roles(algo: str, layout: Layout, setup: Setup, params: dict[str, Any] |
     return [make_role(algo, r, layout, setup, params) for r in range(layout.world)]
 
 
-__all__ = ["ALGORITHMS", "CONTINUE", "Actions", "Layout", "Message", "Package", "Role", "RoleStats", "Setup", "decode",
-           "default_bcast_ranks", "make_role", "make_roles", "split_params"]
+__all__ = ["ALGORITHMS", "CONTINUE", "ROLES", "Actions", "Layout", "Message", "Package", "Role", "RoleStats", "Setup",
+           "decode", "make_role", "make_roles", "split_params"]

@@ -123,11 +123,6 @@ class Layout:
         return [s for s in range(self.search_ranks) if self.partner(s) == bcast_rank]
 
 
-def default_bcast_ranks(search_ranks: int, ratio: int = 4) -> int:
-    """One broadcast rank per `ratio` search ranks (seed 000: 1:4), none below `ratio` search ranks."""
-    return search_ranks // ratio
-
-
 @dataclass
 class RoleStats:
     """Counters a role keeps for the trace's samples table and the final report."""

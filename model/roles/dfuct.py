@@ -30,11 +30,10 @@ from __future__ import annotations
 
 import math
 
-from model.errors import ConfigError
 from model.roles import core as K
 from model.roles.base import Layout, Setup
 from model.roles.dfuct_kernels import F_POP, F_REPORT, apply_reports, fill_frames, fold_result
-from model.roles.params import DfuctParams, TreesplitParams
+from model.roles.params import DfuctParams, TreesplitParams, check_uct
 from model.roles.steps import Y_TRACK
 from model.roles.treesplit import TreesplitSearch
 from model.uct import P_RAVE, UctParams
@@ -50,9 +49,7 @@ class DfuctSearch(TreesplitSearch):
                  params: DfuctParams | None = None, table=None):
         self.df = params or DfuctParams()
         uct = uct or UctParams(rave=False, c=0.7)
-        if uct.rave:
-            raise ConfigError("rave: dfuct reports merged visit counts and rewards, without AMAF data; "
-                              "use rave=off")
+        check_uct("dfuct", uct)
         ts = TreesplitParams(table_mb=self.df.table_mb, overload=self.df.overload, n_dup=math.inf,
                              share_root=False, balance_k=self.df.balance_k,
                              forward_playouts=self.df.forward_playouts, dup_rows=1, fuse=False)

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from model.algorithms import DEFAULT_BCAST_RATIO, DEFAULT_GROUPS
 from model.config import check, from_dict
 from model.errors import ConfigError
 from model.uct import UctParams
@@ -46,7 +47,7 @@ class TreesplitParams(SearchParams):
     forward_playouts: bool = True
     bcast_delay: float = 0.001    # seconds a broadcast rank holds SYNCs to merge them (0: forward at once)
     peers: int = 12               # L: most broadcast peers per broadcast rank (Table 4.1)
-    bcast_ratio: int = 4          # search ranks per broadcast rank, when not given explicitly
+    bcast_ratio: int = DEFAULT_BCAST_RATIO  # search ranks per broadcast rank, when not given explicitly
     dup_rows: int = 8192          # most duplicated nodes per rank
     share_root: bool = True       # the root is duplicated on all ranks from the start (4.2.4); tds: no
 
@@ -113,7 +114,7 @@ class DfuctParams(SearchParams):
 class HybridParams(TreesplitParams):
     """Groups of UCT-Treesplit ranks joined by root parallelisation (model/roles/hybrid.py)."""
 
-    groups: int = 2               # G: the search ranks (and broadcast ranks) split into G equal groups
+    groups: int = DEFAULT_GROUPS  # G: the search ranks (and broadcast ranks) split into G equal groups
     merge_every: int = 256        # a rank sends its merged-node increments to the other groups this often
     merge_depth: int = 1          # tree levels below the root merged between groups (1: the root's children)
 
@@ -131,6 +132,14 @@ ALGO_DEFAULTS: dict[str, dict[str, Any]] = {"tds": {"n_dup": math.inf, "share_ro
 UCT_DEFAULTS: dict[str, dict[str, Any]] = {"dfuct": {"rave": False, "c": 0.7}}
 
 
+def check_uct(algo: str, uct: UctParams) -> None:
+    """The in-tree policy settings an algorithm can't run with: a ConfigError (at configuration, before any
+    rank starts)."""
+    if algo == "dfuct" and uct.rave:
+        raise ConfigError("rave: dfuct reports merged visit counts and rewards, without AMAF data; "
+                          "use rave=off (dfuct's default)")
+
+
 def split_params(algo: str, values: dict[str, Any]) -> tuple[UctParams, Any]:
     """(UctParams, algorithm params) from one dict of key -> value (strings are coerced)."""
     if algo not in ALGO_PARAMS:
@@ -145,6 +154,7 @@ def split_params(algo: str, values: dict[str, Any]) -> tuple[UctParams, Any]:
     uct_values = dict(UCT_DEFAULTS.get(algo, {}))
     uct_values.update({k: v for k, v in values.items() if k in uct_keys})
     uct = from_dict(UctParams, uct_values)
+    check_uct(algo, uct)
     own = dict(ALGO_DEFAULTS.get(algo, {}))
     own.update({k: v for k, v in values.items() if k in algo_keys})
     return uct, from_dict(cls, own)

@@ -8,12 +8,22 @@ the printout says so. CPU time is printed beside wall time because a shared mach
 "events" are SimPy events for the functional fidelity and simulation ends (one event per simulation)
 for the statistical one. Goal (issue 4): one simulated second of 128(+32) nodes in
 at most 5 minutes of wall time, functional; statistical at least 10x faster than functional.
+Writes results/bench_sim.json (or --out DIR; --update-reference refreshes experiments/results/).
+
+examples:
+  treesplit bench sim
+  treesplit bench sim --nodes 1,8 --fidelity statistical --repeats 1
+  treesplit bench sim --algos treesplit,tds,hybrid --scale 0.5 --json --no-save
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
 import time
+
+from model.results import add_output_flags
 
 # simulated seconds measured per node count (after a warm-up of 20 % of it)
 SPANS = {"functional": {1: 0.05, 8: 0.02, 32: 0.01, 128: 0.008},
@@ -22,7 +32,7 @@ SPANS = {"functional": {1: 0.05, 8: 0.02, 32: 0.01, 128: 0.008},
 
 def register(kinds) -> None:
     p = kinds.add_parser("sim", help="simulator speed: events/s and wall s per simulated s (1..128 nodes)",
-                         description=__doc__)
+                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nodes", default="1,8,32,128", help="node counts (default 1,8,32,128)")
     p.add_argument("--algos", default="treesplit",
                    help="algorithms, comma separated (default treesplit; statistical models treesplit, tds, "
@@ -30,7 +40,7 @@ def register(kinds) -> None:
     p.add_argument("--fidelity", choices=("functional", "statistical", "both"), default="both")
     p.add_argument("--repeats", type=int, default=3, help="runs per point; the median is reported")
     p.add_argument("--scale", type=float, default=1.0, help="multiply the simulated spans (shorter: < 1)")
-    p.add_argument("--no-save", action="store_true", help="do not write experiments/results/bench_sim.json")
+    add_output_flags(p)
     p.set_defaults(func=main)
 
 
@@ -58,11 +68,13 @@ def _where(n: int, bcast: int) -> str:
 
 def main(args) -> int:
     from model.errors import UserError
-    from model.results import write_json
-    from model.roles import ALGORITHMS
+    from model.algorithms import DISTRIBUTED as ALGORITHMS
+    from model.results import output_dir, write_json
     from sim.commands.simulate import parse_nodes
     from sim.statistical import ALGOS as STAT_ALGOS
 
+    directory = output_dir(args)
+    say = (lambda *a, **k: None) if args.json else print  # --json: the one object is all that stdout gets
     nodes = parse_nodes(args.nodes)
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     for a in algos:
@@ -72,12 +84,12 @@ def main(args) -> int:
     out: dict = {"profile": "oculus", "algos": algos, "repeats": args.repeats, "points": []}
     for fid in fids:  # load (or compile) the numba kernels before anything is timed
         measure(fid, 1, 0.002, seed=99)
-    print(f"{'algo':10} {'fidelity':12} {'nodes':>9} {'span s':>8} {'events/s':>10} {'wall s/sim s':>13} "
-          f"{'cpu s/sim s':>12} {'build s':>8} {'sims/s':>10}")
+    say(f"{'algo':10} {'fidelity':12} {'nodes':>9} {'span s':>8} {'events/s':>10} {'wall s/sim s':>13} "
+        f"{'cpu s/sim s':>12} {'build s':>8} {'sims/s':>10}")
     for algo in algos:
         for fid in fids:
             if fid == "statistical" and algo not in STAT_ALGOS:
-                print(f"{algo:10} {fid:12} (not modelled by the statistical fidelity)")
+                say(f"{algo:10} {fid:12} (not modelled by the statistical fidelity)")
                 continue
             for n in nodes:
                 span = SPANS[fid].get(n, SPANS[fid][max(k for k in SPANS[fid] if k <= n)] if n > 1 else 0.05)
@@ -87,9 +99,9 @@ def main(args) -> int:
                 med.update({"algo": algo, "fidelity": fid, "nodes": n, "bcast_nodes": runs[0]["bcast_nodes"],
                             "bcast_ranks": runs[0]["bcast_ranks"], "span_s": span})
                 out["points"].append(med)
-                print(f"{algo:10} {fid:12} {_where(n, med['bcast_nodes']):>9} {span:>8.4g} "
-                      f"{med['events_per_s']:>10.4g} {med['wall_per_sim_s']:>13.4g} {med['cpu_per_sim_s']:>12.4g} "
-                      f"{med['build_s']:>8.3g} {med['sims_per_s']:>10.4g}", flush=True)
+                say(f"{algo:10} {fid:12} {_where(n, med['bcast_nodes']):>9} {span:>8.4g} "
+                    f"{med['events_per_s']:>10.4g} {med['wall_per_sim_s']:>13.4g} {med['cpu_per_sim_s']:>12.4g} "
+                    f"{med['build_s']:>8.3g} {med['sims_per_s']:>10.4g}", flush=True)
     by = {(p["algo"], p["fidelity"], p["nodes"]): p for p in out["points"]}
     big = max(nodes)
     lines = []
@@ -113,7 +125,10 @@ def main(args) -> int:
             out[f"{algo}_speedup_statistical"] = ratio
             if algo == "treesplit":
                 out["speedup_statistical"] = ratio
-    print("\n".join(lines))
-    if not args.no_save:
-        print(f"wrote {write_json('bench_sim', out)}")
+    say("\n".join(lines))
+    if directory is not None:
+        out["saved_to"] = str(write_json("bench_sim", out, directory))
+        say(f"wrote {out['saved_to']}")
+    if args.json:
+        print(json.dumps(out, default=float))
     return 0

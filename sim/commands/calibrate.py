@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
+
+DESCRIPTION = """\
+Fit per-kind work-package service times, message sizes and the traced algorithm's workload from an engine
+trace, and the LogGP network from an MPI ping-pong/bandwidth sweep run here (mpiexec -n 2, a few seconds).
+
+examples:
+  treesplit calibrate runs/t1 -o runs/my-machine.toml
+  treesplit calibrate runs/t1 -o runs/quick.toml --no-pingpong --base local
+  treesplit calibrate runs/t1 -o runs/shared.toml --tree-share 0.1 --pingpong-seconds 2
+"""
 
 
 def register(sub) -> None:
     p = sub.add_parser("calibrate", help="fit a machine profile from an engine trace (+ an MPI ping-pong)",
-                       description="Fit per-kind work-package service times, message sizes and the traced "
-                                   "algorithm's workload from an engine trace, and the LogGP network from an MPI "
-                                   "ping-pong/bandwidth sweep run here (mpiexec -n 2, a few seconds).")
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace", metavar="TRACE_DIR", help="a trace directory written by the engine")
     p.add_argument("-o", "--output", required=True, metavar="PROFILE.toml", help="where to write the profile")
     p.add_argument("--name", default=None, help="profile name (default: the output file's stem)")

@@ -2,27 +2,42 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
+from model.results import add_output_flags
 from sim.commands.simulate import add_run_options
+
+DESCRIPTION = """\
+Simulate an algorithm at several node counts of a machine profile and print the scaling curve: sims/s,
+speedup and efficiency against the smallest count, worker busy fraction, hops, bandwidth per rank, IO loop
+turnaround. Writes the curve to results/predict/ALGO-PROFILE.csv and .html (or --out DIR).
+
+examples:
+  treesplit predict --profile oculus --nodes 1,8,32,128
+  treesplit predict --algo tds --profile local --nodes 1,2,4 --fidelity functional --game go --board 9
+  treesplit predict --profile my-machine.toml --nodes 1,2,4,8 --param network.latency=5e-6 --json --no-save
+"""
 
 
 def register(sub) -> None:
     p = sub.add_parser("predict", help="scaling curve: simulate several node counts (sims/s, efficiency, ...)",
-                       description="Simulate an algorithm at several node counts of a machine profile and print "
-                                   "the scaling curve: sims/s, speedup and efficiency against the smallest count, "
-                                   "worker busy fraction, hops, bandwidth per rank, IO loop turnaround.")
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(p, "node counts, comma-separated (e.g. 1,2,4,8,16,32,64,128)")
-    p.add_argument("-o", "--output", default=None, metavar="FILE", help="also write the curve (.csv or .html)")
+    add_output_flags(p, "predict", reference=False)
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
+    from pathlib import Path
+
+    from model.results import output_dir
     from sim.commands.simulate import config_from_args, format_estimate, parse_nodes
     from sim.predict import format_table, sweep, write_output
     from sim.simulate import estimate_wall, prepare, resolve_profile
 
+    directory = output_dir(args)
     nodes = parse_nodes(args.nodes)
     base = config_from_args(args, nodes[0], 0.02, "statistical")
     # check the settings on the smallest configuration before running any, and say how long it will take
@@ -37,22 +52,28 @@ def main(args) -> int:
         own = split_params(base.algo, split_keys(base.params)[0])[1]
         base = dataclasses.replace(base, warmup=default_warmup(base, prof, own))
     est = sum(estimate_wall(dataclasses.replace(base, nodes=n), prof) for n in nodes)
-    print(f"predicting {base.algo} on {base.profile} at nodes {','.join(map(str, nodes))} ({base.fidelity}, "
-          f"{base.warmup_s + base.seconds:.3g} simulated s each); estimated wall time {format_estimate(est)}",
-          file=sys.stderr, flush=True)
+    log = (lambda *a, **k: None) if args.quiet else print
+    log(f"predicting {base.algo} on {base.profile} at nodes {','.join(map(str, nodes))} ({base.fidelity}, "
+        f"{base.warmup_s + base.seconds:.3g} simulated s each); estimated wall time {format_estimate(est)}",
+        file=sys.stderr, flush=True)
 
     def point(row):
         if not args.json:
-            print(f"  {row['nodes']} nodes: {row['sims_per_s']:.4g} sims/s, busy {row['busy_frac']:.2f} "
-                  f"({row['wall_s']:.1f} s wall)", file=sys.stderr, flush=True)
+            log(f"  {row['nodes']} nodes: {row['sims_per_s']:.4g} sims/s, busy {row['busy_frac']:.2f} "
+                f"({row['wall_s']:.1f} s wall)", file=sys.stderr, flush=True)
 
     rows = sweep(base, nodes, point)
-    if args.output:
-        path = write_output(rows, args.output, f"{base.algo} on {base.profile}: predicted scaling")
-        print(f"wrote {path}", file=sys.stderr)
+    written = []
+    if directory is not None:
+        directory.mkdir(parents=True, exist_ok=True)
+        stem = f"{base.algo}-{Path(base.profile).stem}"
+        for suffix in (".csv", ".html"):
+            written.append(str(write_output(rows, directory / f"{stem}{suffix}",
+                                            f"{base.algo} on {base.profile}: predicted scaling")))
+        log(f"wrote {' and '.join(written)}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"algo": base.algo, "profile": base.profile, "fidelity": base.fidelity, "points": rows},
-                         indent=2, default=float))
+        print(json.dumps({"algo": base.algo, "profile": base.profile, "fidelity": base.fidelity, "points": rows,
+                          "saved_to": written}, indent=2, default=float))
     else:
         print(format_table(rows))
     return 0

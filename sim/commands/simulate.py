@@ -15,7 +15,8 @@ def add_run_options(p: argparse.ArgumentParser, nodes_help: str) -> None:
                    help="machine profile: a shipped name (oculus, local) or a TOML file (default oculus)")
     p.add_argument("--nodes", required=True, help=nodes_help)
     p.add_argument("--bcast-nodes", type=int, default=None,
-                   help="broadcast nodes (default: 1 broadcast rank per 4 search ranks for treesplit, else 0)")
+                   help="broadcast nodes (default: 1 broadcast rank per 4 search ranks for treesplit and hybrid, "
+                        "hybrid's per group; else 0)")
     p.add_argument("--seconds", type=float, default=None,
                    help="simulated seconds to measure (default: 0.1 for simulate, 0.02 per point for predict)")
     p.add_argument("--warmup", type=float, default=None,
@@ -34,14 +35,22 @@ def add_run_options(p: argparse.ArgumentParser, nodes_help: str) -> None:
     p.add_argument("--param", action="append", metavar="KEY=VALUE", default=[],
                    help="algorithm parameter (n_dup=2048), game.FIELD=V, or profile field (network.latency=2e-6)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+
+
+DESCRIPTION = """\
+Simulate an algorithm on N nodes of a machine profile and print sims/s, PPS, NPS, worker busy fraction,
+messages and bytes per rank per second and hops per simulation. Writes the engine's trace format with --trace.
+
+examples:
+  treesplit simulate --nodes 8
+  treesplit simulate --algo tds --profile local --nodes 2 --game go --board 9 --seconds 0.5 --trace runs/sim1
+  treesplit simulate --nodes 128 --fidelity statistical --bundle 4 --json
+"""
 
 
 def register(sub) -> None:
     p = sub.add_parser("simulate", help="simulate a distributed search on a modelled cluster (SimPy)",
-                       description="Simulate an algorithm on N nodes of a machine profile and print sims/s, "
-                                   "PPS, NPS, worker busy fraction, messages and bytes per rank per second and "
-                                   "hops per simulation. Writes the engine's trace format with --trace.")
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(p, "search nodes (each runs the profile's ranks_per_node search ranks)")
     p.add_argument("--trace", metavar="DIR", default=None, help="write a trace directory")
     p.add_argument("--sample-rate", type=float, default=1.0,
@@ -49,6 +58,7 @@ def register(sub) -> None:
     p.add_argument("--sample-interval", type=float, default=0.01, help="simulated seconds between samples")
     p.add_argument("--drain", action="store_true",
                    help="after the run, stop, drain and synchronise (checks that nothing is lost)")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(func=main)
 
 

@@ -3,20 +3,29 @@
 Open = read_trace + RunData + every view built for the whole run + the Bokeh document serialised (what
 the server sends a browser when a session opens). Goals (issue 5): <= 10 s for 10^6 packages and 10^6
 messages; the tree view of 10^5 nodes rendered in the browser in <= 2 s (--browser measures it in
-headless Chromium, from navigation start to the first frame after Bokeh rendered).
+headless Chromium, from navigation start to the first frame after Bokeh rendered). Writes
+results/bench_viz.json (or --out DIR; --update-reference refreshes experiments/results/).
+
+examples:
+  treesplit bench viz
+  treesplit bench viz --packages 1e5 --messages 1e5 --tree-nodes 1e4 --repeat 1
+  treesplit bench viz --browser --keep traces/big
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from model.results import add_output_flags
+
 
 def register(kinds) -> None:
     p = kinds.add_parser("viz", help="dashboard: open time of a big synthetic trace, tree view of 10^5 nodes",
-                         description=__doc__)
+                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--packages", type=float, default=1e6)
     p.add_argument("--messages", type=float, default=1e6)
     p.add_argument("--tree-nodes", type=float, default=1e5)
@@ -24,6 +33,7 @@ def register(kinds) -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--browser", action="store_true", help="also time the tree view's render in headless Chromium")
     p.add_argument("--keep", type=Path, help="write the synthetic trace here (default: a temporary directory)")
+    add_output_flags(p)
     p.set_defaults(func=run)
 
 
@@ -111,8 +121,13 @@ check();""")
 
 
 def run(args) -> int:
-    from model.results import write_json
+    import json
+
+    from model.results import output_dir, write_json
     from viz.synthetic import SyntheticSpec, write_synthetic_trace
+
+    directory = output_dir(args)
+    say = (lambda *a, **k: None) if args.json else print  # --json: the one object is all that stdout gets
 
     with tempfile.TemporaryDirectory(prefix="treesplit-bench-viz-") as tmp:
         d = args.keep or Path(tmp) / "trace"
@@ -122,25 +137,28 @@ def run(args) -> int:
         t = time.perf_counter()
         write_synthetic_trace(d, spec)
         gen = time.perf_counter() - t
-        print(f"synthetic trace: {int(args.packages):,} packages, {int(args.messages):,} messages, "
-              f"{int(args.tree_nodes):,} tree nodes written in {gen:.1f} s")
+        say(f"synthetic trace: {int(args.packages):,} packages, {int(args.messages):,} messages, "
+            f"{int(args.tree_nodes):,} tree nodes written in {gen:.1f} s")
         opens = [time_open(d) for _ in range(args.repeat)]
         trees = [time_tree(d) for _ in range(args.repeat)]
         med = {k: statistics.median(o[k] for o in opens) for k in opens[0]}
         tmed = {k: statistics.median(o[k] for o in trees) for k in trees[0]}
-        print(f"open (median of {args.repeat}): {med['total']:.2f} s  [read {med['read']:.2f}, rundata "
-              f"{med['rundata']:.2f}, views {med['views']:.2f}, serialise {med['serialise']:.2f}]  goal <= 10 s")
-        print(f"replay slider move, all views redrawn (median): {med['slider_update']:.2f} s")
-        print(f"tree view, {int(tmed['nodes']):,} nodes (median of {args.repeat}): {tmed['total']:.2f} s  "
-              f"[build {tmed['build']:.2f}, serialise {tmed['serialise']:.2f}]")
+        say(f"open (median of {args.repeat}): {med['total']:.2f} s  [read {med['read']:.2f}, rundata "
+            f"{med['rundata']:.2f}, views {med['views']:.2f}, serialise {med['serialise']:.2f}]  goal <= 10 s")
+        say(f"replay slider move, all views redrawn (median): {med['slider_update']:.2f} s")
+        say(f"tree view, {int(tmed['nodes']):,} nodes (median of {args.repeat}): {tmed['total']:.2f} s  "
+            f"[build {tmed['build']:.2f}, serialise {tmed['serialise']:.2f}]")
         result = {"packages": int(args.packages), "messages": int(args.messages), "tree_nodes": int(tmed["nodes"]),
                   "ranks": args.ranks, "repeat": args.repeat, "generate_s": gen, "open_s": med,
                   "open_runs": opens, "tree_view_s": tmed, "tree_runs": trees}
         if args.browser:
             rt = browser_tree_render(d, Path(tmp), args.repeat)
             result["tree_browser_render_s"] = {"median": statistics.median(rt), "runs": rt}
-            print(f"tree view rendered in Chromium (median of {args.repeat}): {statistics.median(rt):.2f} s  "
-                  f"goal <= 2 s")
-        path = write_json("bench_viz", result)
-        print(f"wrote {path}")
+            say(f"tree view rendered in Chromium (median of {args.repeat}): {statistics.median(rt):.2f} s  "
+                f"goal <= 2 s")
+        if directory is not None:
+            result["saved_to"] = str(write_json("bench_viz", result, directory))
+            say(f"wrote {result['saved_to']}")
+    if args.json:
+        print(json.dumps(result, default=float))
     return 0

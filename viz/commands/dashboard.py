@@ -10,9 +10,16 @@ from model.errors import UserError
 DESCRIPTION = """\
 Start the dashboard (a Bokeh server in this process) and print its URLs. Views: / (all, in tabs),
 /overview, /load, /traffic, /tree, /teaching. --trace replays a recorded run (engine or simulator) with a
-time slider and play/pause; --compare adds a second trace side by side on shared axes; --live listens for
-the ranks' telemetry on HOST:PORT (UDP) and redraws as it arrives. The trace's own files are served under
-/trace/, and /status answers JSON. Stop with Ctrl-C."""
+time slider and play/pause; --compare adds a second trace below the first, on shared axes, under a banner
+that says how the two configurations differ; --live listens for the ranks' telemetry on HOST:PORT (UDP)
+and redraws as it arrives. The trace's own files are served under /trace/, and /status answers JSON.
+Stop with Ctrl-C.
+
+examples:
+  treesplit dashboard --trace runs/t1
+  treesplit dashboard --trace runs/t1 --compare runs/sim1 --port 0 --no-browser
+  treesplit dashboard --live 127.0.0.1:7777     # then: treesplit search ... --telemetry 127.0.0.1:7777
+"""
 
 
 def register(sub) -> None:
@@ -22,7 +29,7 @@ def register(sub) -> None:
     src.add_argument("--live", metavar="HOST:PORT", help="listen for telemetry on this UDP address "
                      "(port 0: any free port, printed)")
     src.add_argument("--trace", metavar="DIR", type=Path, help="a trace directory to replay")
-    p.add_argument("--compare", metavar="DIR2", type=Path, help="a second trace, shown side by side")
+    p.add_argument("--compare", metavar="DIR2", type=Path, help="a second trace, shown below the first")
     p.add_argument("--port", type=int, default=5006, help="HTTP port (0: any free port; default 5006)")
     p.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1: this machine only)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
@@ -73,6 +80,11 @@ def run(args) -> int:
         listener.attach(loop)
         providers.append(LiveProvider(agg, listener.address))
     providers += [TraceProvider(RunData.from_trace(t, label=lab)) for t, lab in zip(traces, trace_labels(dirs))]
+    endings = {p.data.label: p.data.ending[2] for p in providers if isinstance(p, TraceProvider) and p.data.ending}
+    for label, sentence in endings.items():  # a run that did not finish: said here, and marked in the views
+        print(f"{label}: {sentence}", flush=True)
+    if endings:
+        status["ended"] = endings
 
     def status_fn() -> dict:
         out = dict(status)

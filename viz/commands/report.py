@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+
+DESCRIPTION = """\
+Write the dashboard's overview, load, traffic and tree views of a trace into one HTML file with everything
+inlined (opens offline, no server).
+
+examples:
+  treesplit report runs/t1 -o runs/t1.html
+  treesplit report runs/t1 --compare runs/sim1 -o runs/both.html
+  treesplit report runs/t1 --scaling results/predict/treesplit-oculus.csv -o runs/t1-and-prediction.html
+"""
 
 
 def register(sub) -> None:
     p = sub.add_parser("report", help="standalone HTML report of a trace (or two, side by side)",
-                       description="Write the dashboard's overview, load, traffic and tree views of a trace "
-                                   "into one HTML file with everything inlined (opens offline, no server).")
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace", metavar="DIR", type=Path, help="trace directory")
     p.add_argument("--compare", metavar="DIR2", type=Path, help="a second trace, side by side on shared axes")
     p.add_argument("--scaling", metavar="CSV", type=Path,
-                   help="a scaling curve from `treesplit predict -o FILE.csv`, shown in a Prediction tab")
+                   help="a scaling curve from `treesplit predict` (results/predict/ALGO-PROFILE.csv), shown in a "
+                        "Prediction tab")
+    p.add_argument("--note", action="append", default=[], metavar="TEXT",
+                   help="a paragraph to put at the top of the report, repeatable (`treesplit demo` says there how "
+                        "far the simulated replay's rate is from the real run's)")
     p.add_argument("-o", "--output", type=Path, default=Path("report.html"), help="output file (default report.html)")
     p.set_defaults(func=run)
 
@@ -21,6 +35,6 @@ def run(args) -> int:
     from viz.report import build_report
 
     dirs = [args.trace] + ([args.compare] if args.compare else [])
-    out = build_report(dirs, args.output, scaling=args.scaling)
+    out = build_report(dirs, args.output, scaling=args.scaling, notes=args.note)
     print(f"treesplit report: wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return 0

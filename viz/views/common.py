@@ -4,7 +4,7 @@ distributions for many ranks, and the time window of a replay."""
 from __future__ import annotations
 
 import numpy as np
-from bokeh.models import BasicTicker, ColumnDataSource, Div, HelpTool, HoverTool
+from bokeh.models import BasicTicker, ColumnDataSource, Div, HelpTool, HoverTool, Label, Span
 from bokeh.palettes import Category10, Category20, Turbo256
 from bokeh.plotting import figure
 
@@ -39,6 +39,13 @@ def make_figure(title: str, help_text: str, x_label: str, y_label: str, *, x_ran
     return p
 
 
+def outside_legend(p, place: str = "right") -> None:
+    """Move a figure's legend beside the plot, where it covers no data."""
+    leg = p.legend[0]
+    p.center = [c for c in p.center if c is not leg]
+    p.add_layout(leg, place)
+
+
 def integer_ticks(axis) -> None:
     """Rank axes: ticks on whole numbers only."""
     axis.ticker = BasicTicker(min_interval=1)
@@ -53,8 +60,28 @@ def rank_colors(n: int) -> list[str]:
     return [Turbo256[int(i)] for i in np.linspace(20, 235, n)]
 
 
+def mark_ending(fig, data: RunData) -> None:
+    """A red line across a time plot where a run that did not finish stopped (RunData.ending)."""
+    end = data.ending
+    if end is None:
+        return
+    t, label, sentence = end
+    fig.add_layout(Span(location=t, dimension="height", line_color="#d62728", line_dash="dashed", line_width=2,
+                        name="ending"))
+    fig.add_layout(Label(x=t, y=5, y_units="screen", text=label, text_color="#d62728", text_font_size="9pt",
+                         text_align="right", x_offset=-4))
+
+
 def caption(text: str, width: int = 560) -> Div:
     return Div(text=f"<div style='font-size:9.5pt;color:#555;max-width:{width}px'>{text}</div>", width=width)
+
+
+def window_caption(data: RunData) -> str:
+    """What 'the window' means for the plots that sum over one, in this mode."""
+    if data.source == "live":
+        return ("the window is the one chosen above: since the run started, or the last seconds of the telemetry "
+                "received so far.")
+    return "the window is the replay's window (default: from the start to the time slider's time)."
 
 
 def window_bounds(data: RunData, t: float | None, window: float | None) -> tuple[float, float]:
@@ -62,6 +89,11 @@ def window_bounds(data: RunData, t: float | None, window: float | None) -> tuple
     t1 = data.t_end if t is None else float(t)
     t0 = -np.inf if window is None else t1 - float(window)
     return t0, t1
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """ "1 thread", "2 threads" (n with thousands separators)."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
 def fmt_s(t: float) -> str:

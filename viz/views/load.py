@@ -11,7 +11,8 @@ from bokeh.palettes import Viridis256
 
 from viz.rundata import RunData
 from viz.views.base import View
-from viz.views.common import RankBars, caption, integer_ticks, make_figure, window_bounds
+from viz.views.common import (RankBars, caption, integer_ticks, make_figure, mark_ending, window_bounds,
+                               window_caption)
 
 FORWARD_KINDS = ["PLAYOUT_FWD"]
 
@@ -24,19 +25,19 @@ class LoadBalance(View):
         super().__init__(data, **kw)
         self.mapper = LinearColorMapper(palette=Viridis256, low=0.0, high=1.0, nan_color="rgba(0,0,0,0)")
         x = self.time_range()
+        live = data.source == "live"  # rows arrive with the telemetry: room for a few from the start
         self.heat = ColumnDataSource(dict(image=[], x=[], y=[], dw=[], dh=[]), name="load.heat")
         self.worker_heat = ColumnDataSource(dict(image=[], x=[], y=[], dw=[], dh=[]), name="load.worker_heat")
         self.rank_fig = self._heat_fig(
             "Busy fraction per rank", "Mean busy fraction of each rank's workers per time bin (from the ranks' "
             "samples): 1 = every worker computing all the time. A bright row is a hot spot, a dark one an idle "
-            "rank.", "rank (id)", x, self.heat, data.n_ranks)
+            "rank.", "rank (id)", x, self.heat, max(data.n_ranks, 6 if live else 1))
         self.worker_fig = self._heat_fig(
-            "Busy fraction per worker", "Fraction of each time bin that a worker thread spent in work packages "
-            "(from packages.parquet; rows are rank.worker, worker 0 is the IO thread).", "rank.worker (id)", x,
-            self.worker_heat, max(len(data.worker_rows), 1))
-        if len(data.worker_rows) <= 64:
-            self.worker_fig.yaxis.ticker = list(range(len(data.worker_rows)))
-            self.worker_fig.yaxis.major_label_overrides = {i: r for i, r in enumerate(data.worker_rows)}
+            "Busy fraction per worker", "Fraction of each time bin that each thread spent working: rows are "
+            "rank.worker for a worker thread and rank.io for the rank's IO thread (the packages it runs itself with "
+            "one thread per rank, and its handling of arrived messages). Recorded: from packages.parquet; live: "
+            "from the ranks' telemetry.", "thread (rank.worker, rank.io)", x,
+            self.worker_heat, max(len(data.worker_rows), 12 if live else 1))
         self.busy = RankBars("Mean busy fraction (window)", "Mean busy fraction of each rank over the time "
                              "window.", "busy fraction (0-1)", "busy", name="load.busy")
         self.queue = RankBars("Mean queue length (window)", "Mean length of each rank's work queue (MOVE "
@@ -57,6 +58,7 @@ class LoadBalance(View):
         p.add_layout(ColorBar(color_mapper=self.mapper, width=10, title="busy"), "right")
         integer_ticks(p.yaxis)
         p.grid.visible = False
+        mark_ending(p, self.data)
         return p
 
     def update(self, data: RunData | None = None, t: float | None = None, window: float | None = None) -> None:
@@ -73,8 +75,12 @@ class LoadBalance(View):
             else:
                 src.data = dict(image=[], x=[], y=[], dw=[], dh=[])
             fig.y_range.end = max(rows, 1) - 0.5
+        if len(d.worker_rows) <= 64:
+            self.worker_fig.yaxis.ticker = list(range(len(d.worker_rows)))
+            self.worker_fig.yaxis.major_label_overrides = {i: r for i, r in enumerate(d.worker_rows)}
         self.worker_fig.title.text = "Busy fraction per worker" + (
-            "" if len(d.worker_rows) else ": no per-worker data (no packages in the trace, no workers_busy in telemetry)")
+            "" if len(d.worker_rows) else (": waiting for the ranks' first per-thread figures" if d.source == "live"
+                                           else ": no per-worker data (the trace has no packages)"))
         with warnings.catch_warnings():  # a rank with no sample in the window is all-nan: shown as 0
             warnings.simplefilter("ignore", RuntimeWarning)
             self.busy.set(np.nanmean(d.busy[:, k0:k], axis=1) if k > k0 else np.zeros(d.n_ranks))
@@ -85,5 +91,4 @@ class LoadBalance(View):
     def layout(self):
         # (no nested Tabs: Bokeh 3.9 collapses a figure in Tabs inside a row, as the dashboard's layout is)
         return column(self.rank_fig, self.worker_fig, row(self.busy.fig, self.queue.fig, self.forward.fig),
-                      caption("The window for the bars is the replay's window (default: from the start to the "
-                              "slider's time)."))
+                      caption("Bars: " + window_caption(self.data)))

@@ -8,7 +8,7 @@ from bokeh.models import ColumnDataSource, DataRange1d, Div, HoverTool, Range1d
 
 from viz.rundata import RunData
 from viz.views.base import View
-from viz.views.common import caption, fmt_s, make_figure
+from viz.views.common import caption, fmt_s, make_figure, mark_ending, outside_legend, plural
 
 MAX_NAMES = 3  # moves named per board cell in the hover (LOA: several moves land on one square)
 
@@ -38,16 +38,23 @@ class Overview(View):
             "per second, summed over all ranks, per time bin. Counts come from the ranks' samples.",
             "time (s)", "rate (1/s)", x_range=x, y_range=self.shared("rate_y", DataRange1d))
         lines = []
-        for col, color, label in (("sims", "#1f77b4", "sims/s"), ("pps", "#ff7f0e", "PPS"), ("nps", "#2ca02c", "NPS")):
-            lines.append(self.rate_fig.line("t", col, source=self.rates, color=color, line_width=2, legend_label=label))
+        # sims/s under a thick line, PPS dashed on top: with one playout per simulation they are the same curve
+        for col, color, label, width, dash in (("sims", "#1f77b4", "sims/s", 5, "solid"),
+                                               ("pps", "#ff7f0e", "PPS", 2, "dashed"),
+                                               ("nps", "#2ca02c", "NPS", 2, "solid")):
+            lines.append(self.rate_fig.line("t", col, source=self.rates, color=color, line_width=width,
+                                            line_dash=dash, alpha=0.7 if col == "sims" else 1.0, legend_label=label))
         self.rate_fig.add_tools(HoverTool(renderers=lines[:1], mode="vline", tooltips=[
             ("t", "@t{0.[0000]} s"), ("sims/s", "@sims{0,0.0}"), ("PPS", "@pps{0,0.0}"), ("NPS", "@nps{0,0.0}")]))
-        self.rate_fig.legend.location = "top_left"
+        outside_legend(self.rate_fig)
+        mark_ending(self.rate_fig, data)
         self.rate_fig.legend.click_policy = "hide"
         self.flight_fig = make_figure(
             "Simulations in flight", "Simulations started and not yet finished (first package started, last "
             "package not ended) at the end of each time bin. UCT-Treesplit keeps about S_par = (C-1) M O in flight.",
-            "time (s)", "simulations (count)", x_range=x, y_range=self.shared("flight_y", DataRange1d), height=200)
+            "time (s)", "simulations (count)", x_range=x,
+            y_range=self.shared("flight_y", lambda: DataRange1d(start=0)), height=200)
+        mark_ending(self.flight_fig, data)
         fl = self.flight_fig.step("t", "in_flight", source=self.flight, mode="after", line_width=2, color="#9467bd")
         self.flight_fig.add_tools(HoverTool(renderers=[fl], mode="vline",
                                             tooltips=[("t", "@t{0.[0000]} s"), ("in flight", "@in_flight{0,0}")]))
@@ -102,15 +109,7 @@ class Overview(View):
                                nps=d.nodes[:k] / d.bin_s)
         self.flight.data = dict(t=d.edges[1:k + 1], in_flight=d.in_flight[:k])
         best = self._update_board(d, t)
-        m = d.meta
-        total = float(d.sims[:k].sum())
-        span = k * d.bin_s
-        self.summary.text = (
-            f"<b>{d.label}</b>: {m.get('runtime', '?')} run of <b>{m.get('algo', '?')}</b> on "
-            f"{m.get('game', '?')} {m.get('board', '')}, {d.n_search} search + {d.n_bcast} broadcast ranks, "
-            f"{m.get('threads', '?')} threads per rank.<br>At t = {fmt_s(span)}: {total:,.0f} simulations "
-            f"({total / span if span else 0:,.0f}/s), {float(d.playouts[:k].sum()):,.0f} playouts, "
-            f"{float(d.in_flight[k - 1]) if k else 0:,.0f} in flight." + (f" Best move: <b>{best}</b>." if best else ""))
+        self.summary.text = run_summary(d, k, best)
 
     def _update_board(self, d: RunData, t: float | None) -> str | None:
         tree = d.tree_at(t)
@@ -118,6 +117,8 @@ class Overview(View):
         if self.board_fig is not None and axes and (len(axes[0]), len(axes[1])) != self.board:
             self._set_board(axes)  # live: the meta record has named the game
         empty = {k: [] for k in self.stones.data}
+        if self.board_fig is not None:
+            self.board_fig.title.text = "Answer so far" + board_when(d, t)
         if not len(tree):
             self.stones.data = empty
             return None
@@ -152,6 +153,50 @@ class Overview(View):
     @property
     def layout(self):
         right = [self.board_fig] if self.board_fig is not None else []
+        when = ("live: one point per time bin of the telemetry received so far" if self.data.source == "live"
+                else "one point per time bin of the replay, up to the time slider")
         return column(self.summary, row(column(self.rate_fig, self.flight_fig), *right),
                       caption("Rates are per second of run time (wall time for the engine, simulated time for "
-                              "the simulator), one point per time bin of the replay."))
+                              f"the simulator), {when}."))
+
+
+def board_when(d: RunData, t: float | None) -> str:
+    """When the board's snapshot was taken, or why there is none (the title of the board)."""
+    times = d.tree_times()
+    if not len(times):
+        return (": waiting for the ranks' first tree snapshot" if d.source == "live"
+                else ": no tree snapshot in this trace")
+    t1 = d.t_end if t is None else t
+    i = int(np.searchsorted(times, t1 + 1e-9, side="right")) - 1
+    if i < 0:
+        return f": none yet (first snapshot at t = {fmt_s(float(times[0]))})"
+    return f" (snapshot at t = {fmt_s(float(times[i]))})"
+
+
+def describe_config(m: dict, n_search: int, n_bcast: int) -> str:
+    """ "engine run of treesplit on go 9, 2 search + 1 broadcast rank, 2 threads per rank" """
+    game = f"{m.get('game')} {m.get('board') or ''}".strip()
+    threads = m.get("threads")
+    return (f"{m.get('runtime', '?')} run of <b>{m.get('algo', '?')}</b> on {game}, {n_search:,} search + "
+            f"{plural(n_bcast, 'broadcast rank')}"
+            + (f", {plural(int(threads), 'thread')} per rank" if threads else ""))
+
+
+def run_summary(d: RunData, k: int, best: str | None) -> str:
+    """The overview's first lines: what the run is, and where it stands at the replay's time (or now, live)."""
+    m = d.meta
+    if d.source == "live" and m.get("algo", "?") == "?":
+        return (f"<b>{d.label}</b>: waiting for the first telemetry record (the ranks send one every 0.2 s "
+                "once the search starts).")
+    total = float(d.sims[:k].sum())
+    span = min(k * d.bin_s, d.t_end)
+    head = f"<b>{d.label}</b>: {describe_config(m, d.n_search, d.n_bcast)}."
+    if d.final:
+        f = d.final
+        return (head + f"<br><b>Finished at t = {fmt_s(f['t_end'])}: {f['sims']:,} simulations "
+                f"({f['sims_per_s']:,.0f}/s), move {f['move']}.</b>")
+    now = "So far" if d.source == "live" else "At"
+    return (head + f"<br>{now} t = {fmt_s(span)}: {total:,.0f} simulations "
+            f"({total / span if span else 0:,.0f}/s), {float(d.playouts[:k].sum()):,.0f} playouts, "
+            f"{float(d.in_flight[k - 1]) if k else 0:,.0f} in flight."
+            + (f" Best move: <b>{best}</b>." if best else ""))

@@ -14,7 +14,8 @@ from bokeh.palettes import Category20, Inferno256
 
 from viz.rundata import RunData
 from viz.views.base import View
-from viz.views.common import caption, integer_ticks, make_figure, rank_colors, window_bounds
+from viz.views.common import (caption, integer_ticks, make_figure, mark_ending, outside_legend, rank_colors,
+                               window_bounds, window_caption)
 
 BROADCAST_KINDS = ["SYNC", "BCAST", "DUP"]
 MAX_MATRIX_SIDE = 128  # above this many ranks, the matrix sums blocks of ranks (and says so)
@@ -74,6 +75,7 @@ class MessageTraffic(View):
         for i, k in enumerate(data.kinds):
             self.rate_lines[k] = self.rate_fig.line("t", k, source=self.rates, line_width=2, legend_label=k,
                                                     color=palette[(2 * i) % 20 + (i // 10) % 2], visible=False)
+        mark_ending(self.rate_fig, data)
         self.rate_hover = HoverTool(mode="vline", renderers=[], tooltips=[("t", "@t{0.[0000]} s")])
         self.rate_fig.add_tools(self.rate_hover)
         legend = self.rate_fig.legend[0]
@@ -87,11 +89,17 @@ class MessageTraffic(View):
             "Broadcast network (window)", "Ranks as nodes (large: broadcast ranks, small: search ranks), drawn with "
             "a networkx layout; a link for each pair that exchanged SYNC/BCAST/DUP messages (all kinds if the run "
             "has none), its width proportional to the messages it carried in the window.",
-            "layout x (arbitrary units)", "layout y (arbitrary units)", width=470, height=440,
-            x_range=Range1d(-1.25, 1.25), y_range=Range1d(-1.25, 1.25))
+            "", "", width=470, height=440, x_range=Range1d(-1.25, 1.25), y_range=Range1d(-1.25, 1.25))
         lk = self.graph_fig.segment("x0", "y0", "x1", "y1", source=self.links, line_width="width", color="#888",
                                     alpha=0.7)
-        nd = self.graph_fig.scatter("x", "y", size="size", color="color", source=self.nodes, line_color="black")
+        nd = self.graph_fig.scatter("x", "y", size="size", color="color", source=self.nodes, line_color="black",
+                                    legend_field="role")
+        self.graph_fig.text("x", "y", text="rank", source=self.nodes, x_offset=8, y_offset=-4, text_font_size="8pt",
+                            text_color="#333")
+        self.graph_fig.axis.visible = False  # a drawing of the topology: its coordinates mean nothing
+        outside_legend(self.graph_fig, "above")
+        self.graph_fig.legend.orientation = "horizontal"
+        self.graph_fig.legend.title = "link width = messages in the window"
         self.graph_fig.add_tools(HoverTool(renderers=[nd], tooltips=[
             ("rank", "@rank (@role)"), ("sent", "@sent{0,0} messages"), ("received", "@received{0,0} messages")]))
         self.graph_fig.add_tools(HoverTool(renderers=[lk], line_policy="interp", tooltips=[
@@ -241,4 +249,4 @@ class MessageTraffic(View):
         return column(row(self.kind_select, self.metric),
                       row(column(self.mat_fig, self.mat_note), column(self.graph_fig, self.graph_note)),
                       self.rate_fig,
-                      caption("The window is the replay's window (default: from the start to the slider's time)."))
+                      caption(window_caption(self.data)))

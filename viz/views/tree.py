@@ -5,13 +5,35 @@ from __future__ import annotations
 
 import numpy as np
 from bokeh.layouts import column, row
-from bokeh.models import (ColumnDataSource, DataTable, Div, HoverTool, NumberFormatter, Range1d, Select, Spinner,
-                          TableColumn)
+from bokeh.models import (ColumnDataSource, DataTable, Div, HoverTool, NumberFormatter, Range1d, Select,
+                          SingleIntervalTicker, Spinner, TableColumn)
 
 from viz.rundata import RunData
 from viz.treelayout import index_tree, layered_positions, principal_variation, profiles, select_top
 from viz.views.base import View
-from viz.views.common import caption, fmt_s, make_figure, rank_colors
+from viz.views.common import caption, fmt_s, make_figure, outside_legend, rank_colors
+
+
+def tree_key(palette: list[str], shown: int = 16) -> str:
+    """The graph's legend: colour = owner rank, shape = duplicated, red = principal variation."""
+    dot = "<span style='display:inline-block;width:10px;height:10px;border-radius:5px;background:{c};margin:0 2px 0 8px'></span>{r}"
+    ranks = "".join(dot.format(c=c, r=r) for r, c in enumerate(palette[:shown]))
+    more = f" &hellip; ({len(palette)} ranks)" if len(palette) > shown else ""
+    return (f"<div style='font-size:9pt'><b>owner rank:</b>{ranks}{more} &nbsp; <b>shape:</b> &#9679; stored by its "
+            "owner, &#9670; (thick outline) duplicated on every rank &nbsp; <b style='color:#d62728'>red outline and "
+            "path:</b> principal variation &nbsp; <b>size:</b> visits</div>")
+
+
+def no_snapshot_note(d: RunData, t: float | None) -> str:
+    """Why the tree view is empty, in the user's terms."""
+    if d.source == "live":
+        return ("Waiting for a tree snapshot: every search rank sends the top of the tree it holds every 2 s "
+                "of the run.")
+    times = d.tree_times()
+    if len(times):
+        return f"No tree snapshot yet at t = {fmt_s(t or 0.0)}: the first one was taken at t = {fmt_s(float(times[0]))}."
+    return ("This trace holds no tree snapshot (the engine writes one at the end of a complete run; an "
+            "interrupted run or a simulator run without snapshots has none).")
 
 DEFAULT_DEPTH = 5
 DEFAULT_CAP = 2000
@@ -46,7 +68,9 @@ class TreeShape(View):
         self.graph_fig.add_tools(HoverTool(renderers=[nd], tooltips=[
             ("move", "@move"), ("depth", "@depth"), ("visits", "@visits{0,0}"), ("value", "@value{0.000}"),
             ("owner rank", "@owner"), ("duplicated", "@duplicated"), ("children", "@children"), ("hash", "@hash")]))
+        self.graph_fig.yaxis.ticker = SingleIntervalTicker(interval=1)
         self.graph_fig.yaxis.major_label_overrides = {-i: str(i) for i in range(0, 65)}
+        self.key = Div(text="", width=900, name="tree.key")
         self.graph_fig.xgrid.visible = False
 
         self.depth_fig = make_figure(
@@ -60,7 +84,8 @@ class TreeShape(View):
         self.depth_fig.add_tools(HoverTool(renderers=[b1], tooltips=[
             ("depth", "@depth"), ("nodes", "@nodes{0,0}"), ("duplicated", "@duplicated{0,0}"),
             ("visits", "@visits{0,0}")]))
-        self.depth_fig.legend.location = "top_right"
+        outside_legend(self.depth_fig, "above")
+        self.depth_fig.legend.orientation = "horizontal"
         self.branch_fig = make_figure(
             "Branching by depth", "Mean number of children of the nodes that have any, per depth: how wide the "
             "search is at each level.", "depth (moves from the root)", "children per expanded node (count)",
@@ -78,13 +103,18 @@ class TreeShape(View):
         self.cap_input = Select(title="max nodes drawn", value=str(max_nodes),
                                 options=sorted(set(CAPS + [str(max_nodes)]), key=int), width=130)
         if not self.static:
-            self.depth_input.on_change("value", lambda a, o, n: self._set(depth=int(n)))
-            self.cap_input.on_change("value", lambda a, o, n: self._set(cap=int(n)))
+            self.depth_input.on_change("value", lambda a, o, n: self._set(depth=n))
+            self.cap_input.on_change("value", lambda a, o, n: self._set(cap=n))
         self.update(data)
 
-    def _set(self, depth: int | None = None, cap: int | None = None) -> None:
-        self.max_depth = depth or self.max_depth
-        self.max_nodes = cap or self.max_nodes
+    def _set(self, depth=None, cap=None) -> None:
+        """A new depth or cap from the widgets; an emptied field (None) keeps the current value."""
+        if depth is not None:
+            self.max_depth = max(1, int(depth))
+        elif self.depth_input.value is None:
+            self.depth_input.value = self.max_depth  # show the depth still drawn
+        if cap is not None:
+            self.max_nodes = int(cap)
         self.update(self.data, self.t, self.window)
 
     def update(self, data: RunData | None = None, t: float | None = None, window: float | None = None) -> None:
@@ -94,7 +124,7 @@ class TreeShape(View):
         if not len(snap):
             for s in (self.nodes, self.edges, self.depth_profile, self.pv):
                 s.data = {k: [] for k in s.data}
-            self.note.text = "No tree snapshot in this run (tree.parquet is empty)."
+            self.note.text = no_snapshot_note(d, t)
             return
         ti = index_tree(snap)
         rows = select_top(ti, self.max_depth, self.max_nodes)
@@ -104,6 +134,7 @@ class TreeShape(View):
         on_pv[pv] = True
         owners = max(d.n_search, int(ti.owner.max()) + 1 if len(ti) else 1)
         palette = np.array(rank_colors(owners))
+        self.key.text = tree_key(list(palette))
         vis = ti.visits[rows].astype(np.float64)
         vmax = max(vis.max(initial=1.0), 1.0)
         dup = ti.duplicated[rows]
@@ -129,16 +160,22 @@ class TreeShape(View):
                             owner=ti.owner[pv], duplicated=ti.duplicated[pv])
         reach = int((ti.level >= 0).sum())
         capped = len(rows) < int(((ti.level >= 0) & (ti.level <= self.max_depth)).sum())
+        deepest = int(ti.level.max(initial=0))
+        shallow = (f" The snapshot ends at depth {deepest}: the tree was no deeper, or (a big tree) the runtime "
+                   f"recorded only its most visited top, so depth {self.max_depth} shows no more."
+                   if deepest < self.max_depth else "")
+        live = " Live: the ranks' latest parts of the tree, joined." if d.source == "live" else ""
         self.note.text = (
             f"Snapshot at t = {fmt_s(float(snap['t'].iloc[0]))}: <b>{len(ti):,}</b> nodes ({reach:,} reachable "
-            f"from the root, {int(ti.duplicated.sum()):,} duplicated, {int(ti.level.max(initial=0)) + 1} levels). "
+            f"from the root, {int(ti.duplicated.sum()):,} duplicated, depth 0 to {deepest}). "
             f"Drawing <b>{len(rows):,}</b> nodes: depth &le; {self.max_depth}"
-            + (f", <b>capped</b> at the {self.max_nodes:,} most visited." if capped else ", all of them."))
+            + (f", <b>capped</b> at the {self.max_nodes:,} most visited." if capped else ", all of them.")
+            + shallow + live)
 
     @property
     def layout(self):
         controls = [] if self.static else [row(self.depth_input, self.cap_input)]
-        return column(*controls, self.note, self.graph_fig,
+        return column(*controls, self.note, self.key, self.graph_fig,
                       row(self.depth_fig, self.branch_fig, column(Div(text="<b>Principal variation</b>"), self.pv_table)),
                       caption("Depth counts moves from the root along the snapshot's parent links (a transposition "
                               "is drawn under the parent the snapshot gives it)."))
