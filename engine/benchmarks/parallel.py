@@ -1,8 +1,10 @@
 """`treesplit bench parallel`: simulation rates of the parallel algorithms against the sequential search,
 measured in the same run, with the message figures of the MPI ones.
 
-Per board and configuration: sims/s, PPS, NPS, messages/sim, hops/sim, bytes/sim and the worker busy
-fraction, the median of --repeats runs of --seconds each. Runs are interleaved (every configuration once,
+Per board and configuration: sims/s, PPS, NPS, messages/sim, hops/sim, bytes/sim, the worker busy
+fraction, CPU per simulation (and its ratio to the sequential search's) and, for layouts of several ranks,
+CPU per remote hop (what a simulation costs over the same algorithm on one rank, divided by its hops): the
+median of --repeats runs of --seconds each. Runs are interleaved (every configuration once,
 then again) so that a machine whose load drifts treats them alike. MPI layouts are RANKSxTHREADS
 (threads per rank count the IO thread; 1 = the IO thread runs the packages itself). With --trace-cost the
 first MPI layout also runs with a trace recorded, which gives the price of recording.
@@ -219,8 +221,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _rows(runs: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, Any]]:
-    """Medians per configuration so far, speedups against the sequential search of the same run."""
+    """Medians per configuration so far, speedups against the sequential search of the same run; CPU per
+    simulation against the sequential search's, and CPU per remote hop: what a simulation costs over the
+    same algorithm on one rank (same threads), divided by the hops it made."""
     seq = statistics.median(r["sims_per_s"] for r in runs["sequential"])
+    seq_cpu = statistics.median(r["cpu_us_per_sim"] for r in runs["sequential"])
     rows = {}
     for label, rs in runs.items():
         if not rs:
@@ -228,15 +233,30 @@ def _rows(runs: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, Any]]:
         row = {k: statistics.median(r[k] for r in rs) for k in METRICS}
         row["runs_sims_per_s"] = [r["sims_per_s"] for r in rs]
         row["speedup"] = row["sims_per_s"] / seq if seq else float("nan")
+        row["cpu_vs_sequential"] = row["cpu_us_per_sim"] / seq_cpu if seq_cpu else float("nan")
         rows[label] = row
+    for label, row in rows.items():
+        one = _one_rank(label)
+        if one in rows and row["hops_per_sim"] > 0:
+            row["cpu_us_per_hop"] = (row["cpu_us_per_sim"] - rows[one]["cpu_us_per_sim"]) / row["hops_per_sim"]
     return rows
+
+
+def _one_rank(label: str) -> str:
+    """The label of the same configuration on one rank ("treesplit 2x1" -> "treesplit 1x1")."""
+    algo, _, layout = label.partition(" ")
+    if "x" not in layout or layout.endswith("+trace"):
+        return ""
+    return f"{algo} 1x{layout.split('x', 1)[1]}"
 
 
 def _print(board: int, rows: dict[str, dict[str, Any]]) -> None:
     print(f"\n{board}x{board} Go, medians:")
     print(f"  {'configuration':24s} {'sims/s':>9s} {'speedup':>8s} {'PPS':>9s} {'NPS':>8s} {'msg/sim':>8s} "
-          f"{'hops/sim':>8s} {'B/sim':>8s} {'busy':>5s} {'CPU us/sim':>10s}")
+          f"{'hops/sim':>8s} {'B/sim':>8s} {'busy':>5s} {'CPU us/sim':>10s} {'vs seq':>6s} {'us/hop':>6s}")
     for label, r in rows.items():
+        hop = r.get("cpu_us_per_hop")
         print(f"  {label:24s} {r['sims_per_s']:9.0f} {r['speedup']:8.2f} {r['pps']:9.0f} {r['nps']:8.0f} "
               f"{r['messages_per_sim']:8.2f} {r['hops_per_sim']:8.2f} {r['bytes_per_sim']:8.0f} "
-              f"{r['busy_frac']:5.2f} {r['cpu_us_per_sim']:10.0f}")
+              f"{r['busy_frac']:5.2f} {r['cpu_us_per_sim']:10.0f} {r['cpu_vs_sequential']:6.2f} "
+              f"{'' if hop is None else f'{hop:6.1f}':>6s}")

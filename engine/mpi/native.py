@@ -281,3 +281,13 @@ def compile_turn(role) -> None:
     for log in (False, True):
         args = (role.core, role.batch_scratch(log), n, 1, 1, log, 0.0, 1.0)
         turn.compile(tuple(numba.typeof(a) for a in args))
+
+
+def loop_report(n: Net, tps: float) -> dict[str, float]:
+    """Where a compiled loop's time went: seconds running packages, taking batches in, sending them, and
+    probing with nothing to do (yielding the core), and how many batches it received and sent."""
+    net = n.net
+    sec = (lambda x: float(x) / tps) if tps > 0 else (lambda x: 0.0)
+    return {"run_s": sec(net[N_RUN_CYCLES]), "receive_s": sec(net[N_RX_CYCLES]), "send_s": sec(net[N_TX_CYCLES]),
+            "idle_s": sec(net[N_SPIN_CYCLES]), "batches_in": int(net[N_RX_BATCHES]),
+            "batches_out": int(net[N_TX_BATCHES])}

@@ -59,7 +59,7 @@ INLINE_SLICE = 0.0002  # without workers: run packages this long between two pol
 # A role that runs its own packages in batches: this long between two polls. A turn costs a few microseconds
 # of Python and MPI calls; the slice must be long enough to pay for them and short enough that a simulation
 # sent here does not wait long for this rank to look.
-BATCH_SLICE = float(os.environ.get("TS_SLICE", "0.0002"))
+BATCH_SLICE = 0.0002
 # A compiled turn (engine/mpi/native.py) goes on receiving, running and sending this long before Python looks
 # at the time (ticks every TICK_EVERY) and the CONTROL protocol
 TURN_BUDGET = 0.0005
@@ -236,18 +236,12 @@ class RankRuntime:
         next_tick = 0.0
         last_work = now()
         busy_cycles = 0
-        _st = dict(turns=0, idle=0, worked=0, turn_t=0.0, py_t=0.0, ctl=0)
-        _tp = now()
         while not control.done:
             logging = rec.active
             sc = role.batch_scratch(logging)
             t0 = now()
-            _st["py_t"] += t0 - _tp
             r = turn(role.core, sc, net, slice_ticks, budget_ticks, logging, t0, tps)
             t = now()
-            _tp = t
-            _st["turns"] += 1; _st["turn_t"] += t - t0
-            _st["idle" if r == native.T_IDLE else ("worked" if r == native.T_WORKED else "ctl")] += 1
             if logging:
                 c0, c1 = int(net.net[native.N_RUN_C0]), int(net.net[native.N_RUN_C1])
                 host.record_turn(rec, t0, t, c0, c1)
@@ -285,8 +279,6 @@ class RankRuntime:
             if r == native.T_IDLE and t - last_work >= SPIN_FOR:
                 self.wake.wait(IDLE_WAIT)
                 self.wake.clear()
-        if os.environ.get("TREESPLIT_LOOPSTATS"):
-            print(f"rank {self.rank}: {_st} busy {self.io_busy:.3f} rx {net.net[native.N_RX_BATCHES]} tx {net.net[native.N_TX_BATCHES]} spins {net.net[native.N_SPINS]} rx_s {net.net[native.N_RX_CYCLES]/tps:.3f} tx_s {net.net[native.N_TX_CYCLES]/tps:.3f} spin_s {net.net[native.N_SPIN_CYCLES]/tps:.3f}", file=sys.stderr, flush=True)
 
     def _loop_batch(self) -> None:
         """The IO loop of a search rank whose role takes its input in batches and runs its own packages
@@ -302,11 +294,8 @@ class RankRuntime:
         next_tick = 0.0
         last_work = now()
         sched_yield = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))
-        _st = dict(turns=0, idle=0, arrived=0, runs=0, run_t=0.0, rx_t=0.0, q0=0, out=0)
         while not control.done:
             worked = False
-            _st["turns"] += 1
-            _ta = now()
             arrived = ep.poll()
             logging = rec.active
             if arrived:
@@ -318,17 +307,12 @@ class RankRuntime:
                             self._on_control(src, buf, t_recv)
                             continue
                         t_send = wire.header(buf)[1]
-                        _st["lat"] = _st.get("lat", 0.0) + (t_recv - t_send)
                         body = buf[wire.BATCH.size:]
                         host.receive_batch(body, len(body), logging, src, t_send)
-                        _st["arrived"] += 1
                         if logging:
                             host.record_received(rec, src, t_send, t_recv)
-            _st["rx_t"] += now() - _ta
             if host.queued():
                 worked = True
-                _st["runs"] += 1
-                _st["q0"] += host.queued()
                 with self.lock:
                     t0 = now()
                     c0 = cycles()
@@ -336,7 +320,6 @@ class RankRuntime:
                     c1 = cycles()
                     t1 = now()
                 self.io_busy += t1 - t0
-                _st["run_t"] += t1 - t0
                 if logging:
                     host.record_parts_run(rec, t0, t1, c0, c1)
             for dst, records, count in host.take_outbox():
@@ -357,17 +340,13 @@ class RankRuntime:
             ep.flush()
             ep.reap()
             if worked:
-                _st["active_t"] = _st.get("active_t", 0.0) + now() - _ta
                 last_work = t
             elif t - last_work < SPIN_FOR:
-                _st["idle"] += 1
                 sched_yield()
             else:
                 self.wake.wait(IDLE_WAIT)
                 self.wake.clear()
 
-        if os.environ.get("TREESPLIT_LOOPSTATS"):
-            print(f"rank {rank}: {_st} busy {self.io_busy:.3f} t {now():.3f}", file=sys.stderr, flush=True)
 
     def _loop(self) -> None:
         host, ep, pool, control, lock = self.host, self.ep, self.pool, self.control, self.lock
@@ -557,15 +536,24 @@ class RankRuntime:
 
     def _report(self) -> dict[str, Any]:
         t = self.now()
-        return {
+        _, sent, received, _ = self._rank_state()
+        rep = {
             "rank": self.rank, "t": t, "workers": self.workers, "inline": self.pool is None,
-            "busy_time": self.busy_time(), "cpu_time": time.process_time() - self.cpu0, "counters": {k: int(v) for k, v in self.host.counters().items()},
+            "busy_time": self.busy_time(), "cpu_time": time.process_time() - self.cpu0,
+            "counters": {k: int(v) for k, v in self.host.counters().items()},
             "sent": [[d, k, c, b] for (d, k), (c, b) in sorted(self.sent_totals().items())],
-            "app_sent": self.ep.app_sent, "app_received": self.ep.app_received,
+            "app_sent": sent, "app_received": received,
             "mpi_sends": self.ep.mpi_sends, "mpi_receives": self.ep.mpi_receives,
             "clock_offset": self.clock.offset, "clock_rtt": self.clock.rtt,
             "host": self.host.report(),
         }
+        if self.native_net is not None:  # where the compiled loop's time went (seconds)
+            from engine.mpi import native
+
+            rep["mpi_sends"] += int(self.native_net.net[native.N_TX_BATCHES])
+            rep["mpi_receives"] += int(self.native_net.net[native.N_RX_BATCHES])
+            rep["loop"] = native.loop_report(self.native_net, ticks_per_second())
+        return rep
 
     # --- trace metadata ---------------------------------------------------------------------------------------
     def _ranks(self) -> dict[str, int]:

@@ -49,7 +49,8 @@ def summarise(cfg: DistributedConfig, control: ctl.Control, host_result: dict[st
         "stop_reason": control.stop_reason,
         "phases": dict(control.times),
         "per_rank": [{"rank": r["rank"], "workers": r["workers"], "busy_time": r["busy_time"],
-                      "counters": r["counters"], "app_sent": r["app_sent"], "app_received": r["app_received"]}
+                      "counters": r["counters"], "app_sent": r["app_sent"], "app_received": r["app_received"],
+                      **({"loop": r["loop"]} if "loop" in r else {})}
                      for r in reports],
     }
 
