@@ -219,10 +219,10 @@ def test_a_walk_back_to_a_node_of_its_path_ends_there():
     steps[0]["hash"], steps[0]["idx"] = h0, 0
     path_pos = np.zeros(8, np.uint64)
     st, n, _ = select_steps(role.t, role.dt, g, back, role.p, new_rng(1), steps, 1, path_pos, role.history, 0, 1,
-                            role.local_slots, True)
+                            role.local_slots, True, np.zeros(8, np.int64))
     assert (st, n) == (ST_PLAYOUT, 1)  # no record added: the root is not selected (nor updated) again
     st, n, _ = select_steps(role.t, role.dt, g, s.copy(), role.p, new_rng(1), steps, 0, path_pos, role.history, 0, 1,
-                            role.local_slots, True)
+                            role.local_slots, True, np.zeros(8, np.int64))
     assert n >= 1 or st != ST_PLAYOUT  # from the root itself selection goes on as usual
 
 
@@ -416,3 +416,21 @@ def test_few_parts_are_placed_as_the_kernel_places_them():
             assert [r[3] for r in rows] == [PART_KINDS[c] for c in k] and [r[4] for r in rows] == ids.tolist()
             assert rows[0][0] == 2.0 and rows[-1][1] == 3.0 and all(r[2] == 5 for r in rows)
             assert all(a[1] == b[0] and a[0] <= a[1] for a, b in zip(rows, rows[1:]))
+
+
+def test_growing_the_pool_grows_every_slot_array_and_keeps_the_search_going():
+    """A rank that runs out of simulation slots grows them all (core.PER_SLOT: every array with a row per
+    slot) and loses nothing: a run that must grow its pool many times still keeps its invariants."""
+    from model.roles import core as K
+
+    g, s = make_game("pgame", **PGAME)
+    roles = make_roles("treesplit", Layout(4, 0, workers=2), Setup(g, s, sims=1200, seed=5),
+                       {"n_dup": 32, "table_mb": 1, "overload": 12})
+    P = len(roles[0].a.sims)
+    per_slot = {f for f in K.Arrays._fields
+                if getattr(getattr(roles[0].a, f), "shape", ())[:1] == (P,)} - {"free", "held"}
+    assert per_slot == set(K.PER_SLOT)
+    run = Loopback(roles, workers=2, seed=5, keep=True).run()
+    assert treesplit_problems(roles, run.sent) == []
+    grown = [r for r in roles if len(r.a.sims) > P]
+    assert grown and all(getattr(r.a, f).shape[0] == len(r.a.sims) for r in grown for f in K.PER_SLOT)

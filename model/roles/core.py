@@ -137,6 +137,7 @@ class Arrays(NamedTuple):
     frames: np.ndarray    # FRAME[P, D']   a df-UCT job's frame per step (D' = D for dfuct, else 0)
     pos: np.ndarray       # int64[P, L]    a simulation's position here
     path_pos: np.ndarray  # uint64[P, D]   position hashes along its path
+    pslots: np.ndarray    # int64[P, D]    table slot of each step selected here (0: look it up)
     amaf: np.ndarray      # int8[P, A]     its playout's AMAF map (A = actions with RAVE, else 0)
     rngs: np.ndarray      # uint64[P]      its random stream (0: not drawn yet)
     osync: np.ndarray     # int64[P, D]    an update's rows to synchronise
@@ -162,6 +163,11 @@ class Arrays(NamedTuple):
     log_sim: np.ndarray   # int64[L]       counter at its start and end (model/cycles.py)
     log_t0: np.ndarray    # int64[L]
     log_t1: np.ndarray    # int64[L]
+
+
+# the arrays with one row per simulation slot (growing the pool grows these; free, q, held and to_dup are
+# the pool's own bookkeeping)
+PER_SLOT = ("sims", "steps", "frames", "pos", "path_pos", "pslots", "amaf", "rngs", "osync", "odup", "parts")
 
 
 class Scratch(NamedTuple):
@@ -436,6 +442,7 @@ def _arrived(c, buf, off, h):
     s.sim_id = h.sim_id
     s.n = n
     c.steps[slot, :n] = body_steps(buf, off, n)
+    c.pslots[slot, :n] = 0  # selected elsewhere (or here, before it left): looked up at its update
     return slot
 
 
@@ -664,6 +671,7 @@ def _leaf_update(c, slot, result, amaf, has_amaf):
     j.result = result
     j.origin_done = 1
     c.steps[u, :n] = c.steps[slot, :n]
+    c.pslots[u, :n] = c.pslots[slot, :n]
     if has_amaf and c.amaf.shape[1]:
         c.amaf[u, :] = amaf
         j.has_amaf = 1
@@ -1187,6 +1195,7 @@ def receive(c, buf, off, n, log, src, t_send):
             s.role = R_UJOB
             s.result = h.result
             c.steps[slot, :n_st] = body_steps(buf, off, n_st)
+            c.pslots[slot, :n_st] = 0
             na = np.int64(h.n_amaf)
             if na and c.amaf.shape[1]:
                 c.amaf[slot, :] = body_amaf(buf, off, n_st, False, 0, na)
@@ -1262,7 +1271,7 @@ def _run_fused(c, slot, sc, rng, logging):
     cs = c.cs[0]
     s = c.sims[slot]
     t, dt, g, p, y = c.t, c.dt, c.g, c.p, c.y
-    pos, path, steps = c.pos[slot], c.path_pos[slot], c.steps[slot]
+    pos, path, steps, pslots = c.pos[slot], c.path_pos[slot], c.steps[slot], c.pslots[slot]
     parts = c.parts[slot]
     rave = c.amaf.shape[1] > 0
     amaf = c.amaf[slot] if rave else sc.amaf_up
@@ -1274,12 +1283,13 @@ def _run_fused(c, slot, sc, rng, logging):
         if first != PK_PLAYOUT:
             while True:
                 parts[PK_SELECT] += 1
-                st, n, arg = select_steps(t, dt, g, pos, p, rng, steps, n, path, c.history, me, kr, ls, insert)
+                st, n, arg = select_steps(t, dt, g, pos, p, rng, steps, n, path, c.history, me, kr, ls, insert,
+                                          pslots)
                 if logging:
                     _log(sc, PK_SELECT, s.sim_id)
                 if st == ST_EXPAND:
                     parts[PK_EXPAND] += 1
-                    ok, n = expand_node(t, g, pos, np.int64(arg), sc.buf, steps, n, me)
+                    ok, n = expand_node(t, g, pos, np.int64(arg), sc.buf, steps, n, me, pslots)
                     s.expands += 1
                     if logging:
                         _log(sc, PK_EXPAND, s.sim_id)
@@ -1312,7 +1322,7 @@ def _run_fused(c, slot, sc, rng, logging):
         if rave:
             sc.amaf_up[:] = amaf  # the update consumes its copy; the UPDATE records carry the original
         ns, nd, missing = update_steps(t, dt, g, steps, n, me, result, sc.amaf_up if rave else sc.amaf_up[:0], p,
-                                       y, kr, ls, c.osync[slot], c.odup[slot])
+                                       y, kr, ls, c.osync[slot], c.odup[slot], pslots)
         if logging:
             _log(sc, PK_UPDATE, s.sim_id)
         if (s.chain_left <= 0 or ns != 0 or nd != 0 or atomic_load(c.halt, 0) != 0
@@ -1359,7 +1369,8 @@ def execute(c, pkg, sc):
         n = s.n
         amaf = c.amaf[pkg] if (s.has_amaf and c.amaf.shape[1]) else sc.amaf_up[:0]
         ns, nd, missing = update_steps(c.t, c.dt, c.g, c.steps[pkg], n, c.cs[0].lrank, s.result, amaf, c.p, c.y,
-                                       c.cs[0].kernel_ranks, c.cs[0].local_slots, c.osync[pkg], c.odup[pkg])
+                                       c.cs[0].kernel_ranks, c.cs[0].local_slots, c.osync[pkg], c.odup[pkg],
+                                       c.pslots[pkg])
         s.ns = ns
         s.nd = nd
         s.missing = missing
@@ -1383,13 +1394,13 @@ def execute(c, pkg, sc):
     if kind == PK_SELECT:
         c.parts[pkg, PK_SELECT] = 1
         st, n, arg = select_steps(c.t, c.dt, c.g, c.pos[pkg], c.p, rng, c.steps[pkg], s.n, c.path_pos[pkg],
-                                  c.history, cs.lrank, cs.kernel_ranks, cs.local_slots, s.insert != 0)
+                                  c.history, cs.lrank, cs.kernel_ranks, cs.local_slots, s.insert != 0, c.pslots[pkg])
         s.n = n
         s.st = st
         s.arg = arg
     elif kind == PK_EXPAND:
         c.parts[pkg, PK_EXPAND] = 1
-        ok, n = expand_node(c.t, c.g, c.pos[pkg], s.exp_slot, sc.buf, c.steps[pkg], s.n, cs.lrank)
+        ok, n = expand_node(c.t, c.g, c.pos[pkg], s.exp_slot, sc.buf, c.steps[pkg], s.n, cs.lrank, c.pslots[pkg])
         s.n = n
         s.st = 1 if ok else 0
     elif kind == PK_PLAYOUT:
@@ -1623,7 +1634,7 @@ def new_arrays(t, dt, g, root, history, p, y, *, world: int, M: int, glob, peers
         rsteps=np.zeros(2 * D, STEP), rframes=np.zeros(2 * D if frames else 0, FRAME), rng=np.zeros(1, np.uint64),
         prng=np.zeros(1, np.uint64), sims=sims, steps=np.zeros((P, D), STEP),
         frames=np.zeros((P, D if frames else 0), FRAME), pos=np.zeros((P, L), np.int64),
-        path_pos=np.zeros((P, D), np.uint64), amaf=np.zeros((P, na if rave else 0), np.int8),
+        path_pos=np.zeros((P, D), np.uint64), pslots=np.zeros((P, D), np.int64), amaf=np.zeros((P, na if rave else 0), np.int8),
         rngs=np.zeros(P, np.uint64), osync=np.zeros((P, D), np.int64), odup=np.zeros((P, D), np.int64),
         parts=np.zeros((P, 4), np.int64), free=np.arange(P - 1, -1, -1, dtype=np.int64),
         q=np.zeros(P + 1, np.int64), held=np.zeros(P, np.int64), rows_in=np.zeros(rows, STAT),

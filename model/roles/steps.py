@@ -1,4 +1,4 @@
-"""Kernels for distributed simulations: the work packages of seed 000's worker FSM over a step stack.
+"""Kernels for distributed simulations: the work packages of the worker FSM of Schaefers 2014 (4.2.1) over a step stack.
 
 A simulation that travels between ranks is its stack of STEP records (model/roles/messages.py): per
 in-tree node the hash, the action taken, its child index, the player to move and the rank where the
@@ -24,7 +24,6 @@ from numba import njit
 
 from model import game
 from model.atomics import atomic_add, atomic_add2, atomic_load
-from model.cycles import cycles
 from model.ownership import owner
 from model.roles.dup import dup_row
 from model.tt import UNEXPANDED, lookup
@@ -63,7 +62,8 @@ def _hash_on_path(steps, n, h):
 
 
 @njit(cache=True, nogil=True)
-def _leaf(steps, n, h, me, player):
+def _leaf(steps, n, h, me, player, pslots, slot):
+    pslots[n] = slot
     steps[n].hash = h
     steps[n].action = -1
     steps[n].rank = me
@@ -74,12 +74,14 @@ def _leaf(steps, n, h, me, player):
 
 
 @njit(cache=True, nogil=True)
-def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, local_slots, insert):
+def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, local_slots, insert, pslots):
     """Select from the node of position s (steps[:n] lead there) for as long as this rank may decide.
 
     insert: whether the node is to be stored (True for the root, after a MOVE and after an expansion; then
-    the edge-visit rule of run_simulations). Returns (outcome, n, arg): arg is the destination rank for
-    ST_MOVE, the slot for ST_EXPAND, the player who made the losing move for ST_LOSS."""
+    the edge-visit rule of run_simulations). pslots[k] gets the table slot of each record k it writes (an
+    update on this rank then needs no lookup: a node of the current search is never replaced). Returns
+    (outcome, n, arg): arg is the destination rank for ST_MOVE, the slot for ST_EXPAND, the player who made
+    the losing move for ST_LOSS."""
     max_depth = int(p[P_MAX_DEPTH])
     use_vl = p[P_VLOSS] > 0.0
     superko = p[P_SUPERKO] != 0.0
@@ -112,19 +114,20 @@ def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, 
             return ST_PLAYOUT, n, 0
         if slot == 0 or n >= max_depth:
             if slot != 0:
-                n = _leaf(steps, n, h, me, player)
+                n = _leaf(steps, n, h, me, player, pslots, slot)
             return ST_PLAYOUT, n, 0
         nc = atomic_load(t.n_children, slot)
         if nc == UNEXPANDED:
             if n > 0 and t.visits[slot] < p[P_EXPAND_NODE]:  # as in run_simulations: a stored leaf for now
-                return ST_PLAYOUT, _leaf(steps, n, h, me, player), 0
+                return ST_PLAYOUT, _leaf(steps, n, h, me, player, pslots, slot), 0
             return ST_EXPAND, n, slot
         if nc <= 0:
-            return ST_PLAYOUT, _leaf(steps, n, h, me, player), 0
+            return ST_PLAYOUT, _leaf(steps, n, h, me, player, pslots, slot), 0
         j = select_child(t, slot, p, rng)
         if use_vl:
             add_vloss(t, slot, j)
         a = t.child_move[slot, j]
+        pslots[n] = slot
         steps[n].hash = h
         steps[n].action = a
         steps[n].rank = me
@@ -141,12 +144,12 @@ def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, 
 
 
 @njit(cache=True, nogil=True)
-def expand_node(t, g, s, slot, buf, steps, n, me):
+def expand_node(t, g, s, slot, buf, steps, n, me, pslots):
     """Store the children of the node in slot. If another thread got there first the node is a stored
     leaf for this simulation (as in run_simulations): its leaf record is appended. Returns (expanded, n)."""
     if expand(t, g, s, slot, buf):
         return True, n
-    return False, _leaf(steps, n, t.key[slot], me, game.to_move(g, s))
+    return False, _leaf(steps, n, t.key[slot], me, game.to_move(g, s), pslots, slot)
 
 
 @njit(cache=True, nogil=True)
@@ -156,8 +159,9 @@ def playout(g, s, rng, amaf):
 
 
 @njit(cache=True, nogil=True)
-def update_steps(t, dt, g, steps, n, me, result, amaf, p, y, n_ranks, local_slots, out_sync, out_dup):
-    """Back up `result` (first player's view) on the records of steps[:n] selected on rank `me`.
+def update_steps(t, dt, g, steps, n, me, result, amaf, p, y, n_ranks, local_slots, out_sync, out_dup, pslots):
+    """Back up `result` (first player's view) on the records of steps[:n] selected on rank `me`; pslots[k]
+    is record k's table slot where select_steps wrote it here, 0 where it must be looked up.
 
     amaf: the playout's first-player map (consumed: the tree moves are written in on the way up) or an
     empty array when RAVE is off. Duplicated nodes also collect their increments in dt; rows whose delta
@@ -180,7 +184,9 @@ def update_steps(t, dt, g, steps, n, me, result, amaf, p, y, n_ranks, local_slot
             amaf[st.action] = pl
         if st.rank != me:
             continue
-        slot, _ = lookup(t, st.hash, False)
+        slot = pslots[k]
+        if slot == 0:
+            slot, _ = lookup(t, st.hash, False)
         if slot == 0:
             missing += 1
             continue
@@ -226,95 +232,3 @@ def add_path_vloss(t, steps, n, times):
             slot, _ = lookup(t, steps[k].hash, False)
             if slot != 0:
                 atomic_add2(t.vloss, slot, steps[k].idx, times)
-
-
-# run_fused: the part a fused package stopped in (its kind; what execute() hands back for it); also the
-# columns of its parts counter (model.roles.base.PART_KINDS). A_*: columns of its chain accumulator.
-F_SELECT, F_EXPAND, F_PLAYOUT, F_UPDATE = 0, 1, 2, 3
-A_DONE, A_RECORDS, A_EDGES, A_MISSING, A_LOG = 0, 1, 2, 3, 4
-A_LEN = 5
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _log(log_kind, log_sim, log_t, acc, kind):
-    i = acc[A_LOG]
-    log_kind[i] = kind
-    log_sim[i] = acc[A_DONE]
-    log_t[i + 1] = cycles()
-    acc[A_LOG] = i + 1
-
-
-def log_capacity(chain: int, max_depth: int) -> int:
-    """Entries a run_fused part log needs: a simulation runs at most 1 + e selects for e <= max_depth + 1
-    expansions, one playout and one update."""
-    return chain * (2 * max_depth + 5)
-
-
-@njit(cache=True, nogil=True)
-def run_fused(t, dt, g, s, p, y, rng, steps, n, path_pos, history, me, n_ranks, local_slots, insert,
-              fuse_playout, may_update, amaf, amaf_up, buf, out_sync, out_dup, s_root, root_pos, chain, halt, acc,
-              parts, log_kind, log_sim, log_t):
-    """A fused package's parts in one call: select -> expand -> select ... -> playout (if fuse_playout) ->
-    this rank's update (if may_update), each exactly as its own kernel above, stopping where the role must
-    decide (a MOVE, a leaf whose playout may be forwarded, a loss in the tree, an expansion another thread
-    won without fuse_playout).
-
-    chain: how many more simulations may follow from the root (s_root, root_pos) when this one was started
-    here and ends in an update with no sync or duplication due: the role's chaining (params.chain) without
-    going back to Python, unless the role raised a flag in halt (int64[2]: stopped, a duplication waits; set
-    by other threads, read between simulations); acc (int64[A_LEN]) sums the finished ones by A_*. parts
-    (int64[4]) counts the parts run by kind F_*. amaf gets the playout's map, amaf_up is the copy the update
-    consumes (the UPDATE messages carry amaf). Returns (stopped in F_*, select outcome, its arg, n, result, sync rows, dup slots,
-    missing).
-
-    A part log for the trace, when log_kind is not empty (log_capacity(chain + 1, max depth) entries): per
-    part its kind, the simulation (0: the first, k: the k-th chained one) and the cycle counter after it
-    (model/cycles.py; log_t[0] is taken at the start); acc[A_LOG] counts the entries."""
-    rave = p[P_RAVE] != 0.0
-    logging = log_kind.shape[0] > 0
-    if logging:
-        log_t[0] = cycles()
-    while True:
-        while True:
-            parts[F_SELECT] += 1
-            st, n, arg = select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks,
-                                      local_slots, insert)
-            if logging:
-                _log(log_kind, log_sim, log_t, acc, F_SELECT)
-            if st == ST_EXPAND:
-                parts[F_EXPAND] += 1
-                ok, n = expand_node(t, g, s, np.int64(arg), buf, steps, n, me)
-                if logging:
-                    _log(log_kind, log_sim, log_t, acc, F_EXPAND)
-                if ok:
-                    insert = True
-                    continue
-                if not fuse_playout:
-                    return F_EXPAND, st, arg, n, 0.0, 0, 0, 0
-            elif st != ST_PLAYOUT or not fuse_playout:
-                return F_SELECT, st, arg, n, 0.0, 0, 0, 0
-            break
-        parts[F_PLAYOUT] += 1
-        result = playout(g, s, rng, amaf)
-        if logging:
-            _log(log_kind, log_sim, log_t, acc, F_PLAYOUT)
-        if not may_update:
-            return F_PLAYOUT, ST_PLAYOUT, 0, n, result, 0, 0, 0
-        parts[F_UPDATE] += 1
-        if rave:
-            amaf_up[:] = amaf
-        ns, nd, missing = update_steps(t, dt, g, steps, n, me, result, amaf_up if rave else amaf_up[:0], p, y,
-                                       n_ranks, local_slots, out_sync, out_dup)
-        if logging:
-            _log(log_kind, log_sim, log_t, acc, F_UPDATE)
-        if chain <= 0 or ns != 0 or nd != 0 or atomic_load(halt, 0) != 0 or atomic_load(halt, 1) != 0:
-            return F_UPDATE, ST_PLAYOUT, 0, n, result, ns, nd, missing
-        chain -= 1
-        acc[A_DONE] += 1
-        acc[A_RECORDS] += n
-        acc[A_EDGES] += n - (1 if n > 0 and steps[n - 1].idx < 0 else 0)
-        acc[A_MISSING] += missing
-        s[:] = s_root
-        n = 0
-        path_pos[0] = root_pos
-        insert = True

@@ -520,8 +520,6 @@ def _grow_slots(c: K.Core, P: int) -> K.Core:
     D = c.steps.shape[1]
     to_dup = np.zeros(P * D + 1, np.int64)
     to_dup[:len(c.to_dup)] = c.to_dup
-    return c._replace(sims=bigger(c.sims), steps=bigger(c.steps), frames=bigger(c.frames), pos=bigger(c.pos), path_pos=bigger(c.path_pos),
-                      amaf=bigger(c.amaf), rngs=bigger(c.rngs), osync=bigger(c.osync), odup=bigger(c.odup),
-                      parts=bigger(c.parts), free=free, q=q, held=held, to_dup=to_dup,
+    return c._replace(**{f: bigger(getattr(c, f)) for f in K.PER_SLOT}, free=free, q=q, held=held, to_dup=to_dup,
                       jdup=np.zeros(P * D + 1, np.int64))
 
