@@ -4,7 +4,7 @@ The processes run on SimPy's environment (sim/clock.py): each is a small state m
 plain-callback heap entries, at the places (and with the ids) a SimPy process's Timeout or Event would
 take, which saves the generator, event and callback objects of every step of the hot paths.
 
-Per search rank (seed 000 4.2.4, Figure 4.3):
+Per search rank (Schaefers 2014, 4.2.4, Figure 4.3):
   - an IO-core process: waits for received messages, finished packages or timers; each loop iteration
     costs poll_base + poll_per_peer * peers (one MPI_Testsome over every peer's buffers) plus, per message
     sent or received, the LogGP overhead o, the dispatch cost and a per-byte copy cost (statistics messages
@@ -173,8 +173,8 @@ class Rank:
         # hot-path copies
         env = world.env
         self.env = env
-        self.heap = env._queue
-        self.eid = env._eid
+        self.heap = env.heap
+        self.eid = env.ids
         self.execute = role.execute
         self.samplers = world.samplers
         self.trace = world.trace
@@ -190,12 +190,12 @@ class Rank:
         self.inbox.append(item)
         if self.io_waiting:
             self.io_waiting = False
-            heappush(self.heap, (self.env._now, NORMAL, next(self.eid), self._io_woken, None))
+            heappush(self.heap, (self.env.now, NORMAL, next(self.eid), self._io_woken, None))
 
     def _wake_io(self) -> None:
         if self.io_waiting:
             self.io_waiting = False
-            heappush(self.heap, (self.env._now, NORMAL, next(self.eid), self._io_woken, None))
+            heappush(self.heap, (self.env.now, NORMAL, next(self.eid), self._io_woken, None))
 
     def timer_due(self, token) -> None:
         self.timers_due.append(token)
@@ -213,7 +213,7 @@ class Rank:
     def _wake_workers(self, n: int) -> None:
         idle = self.idle
         if idle:
-            heap, eid, now, take = self.heap, self.eid, self.env._now, self._worker_take
+            heap, eid, now, take = self.heap, self.eid, self.env.now, self._worker_take
             for _ in range(min(len(idle), n)):
                 heappush(heap, (now, NORMAL, next(eid), take, idle.pop()))
 
@@ -256,7 +256,7 @@ class Rank:
                 more, result = run_parts(pkg, self.execute, self.samplers)
                 parts += more
             cost = sum(p[1] for p in parts)
-        t0 = self.env._now
+        t0 = self.env.now
         self.running[w] = t0
         self.current[w] = (pkg, parts, result, cost, t0)
         per_pkg = self.worker_per_pkg
@@ -290,7 +290,7 @@ class Rank:
 
     def _io_loop(self, _=None) -> None:
         """The top of the IO core's loop: an iteration if there is input, else wait for some."""
-        self.t_idle = self.env._now
+        self.t_idle = self.env.now
         if self._has_input():
             self._io_iteration(False)
         else:
@@ -304,7 +304,7 @@ class Rank:
         if nap > 0 and not (self.outbox or self.done):  # a worker's hand-over does wake it
             # a napping core is not woken: it polls again at the end of its current nap, and whatever
             # arrived by then is taken in that iteration (one event, not one per nap)
-            now = self.env._now
+            now = self.env.now
             wait = max(1, math.ceil((now - self.t_idle) / nap - 1e-9)) * nap - (now - self.t_idle)
             if wait > 0:
                 heappush(self.heap, (now + wait, NORMAL, next(self.eid), self._io_iteration, False))
@@ -370,7 +370,7 @@ class Rank:
                 else:
                     q.append(p)
             pkgs = []
-            t_pkg = env._now + phase + cost
+            t_pkg = env.now + phase + cost
             # a time slice (the engine's); without one, what was queued when the iteration began (a
             # simulation that never leaves the rank must still let the loop poll)
             t_slice = t_pkg + slice_ if slice_ > 0 else float("inf")
@@ -406,7 +406,7 @@ class Rank:
         stats.io_loops += 1
         stats.io_loop_time += cost
         stats.io_busy += cost
-        now = env._now
+        now = env.now
         self.io_pending = (now + phase, sends, sizes, pkgs, new_timers)
         heappush(self.heap, (now + (phase + cost), NORMAL, next(self.eid), self._io_iteration_end, None))
 
@@ -414,7 +414,7 @@ class Rank:
         t0, sends, sizes, pkgs, new_timers = self.io_pending
         self.io_pending = None
         world = self.world
-        now = self.env._now
+        now = self.env.now
         trace = world.trace
         if trace is not None and trace.keep(-1):
             trace.w.package(t0, now, self.rid, -1, "io", -1)
@@ -483,9 +483,9 @@ class World:
         if sizes is None:
             sizes = [m.nbytes for m in msgs]
         net = self.network
-        heap = self.env._queue
-        eid = self.env._eid
-        t_env = self.env._now
+        heap = self.env.heap
+        eid = self.env.ids
+        t_env = self.env.now
         stats = rank.stats
         trace = self.trace
         src = rank.rid
@@ -595,8 +595,7 @@ class World:
             if progress:
                 progress(env.now - t_begin)
         wall = time.perf_counter() - wall0
-        events = getattr(env, "_eid", None)
-        ev_count = next(events) if events is not None else 0
+        ev_count = env.events()
         return RunResult(self.cluster, self.workers_per_rank, t_meas, env.now, c0, self.counters(), t0_stats,
                          self.stats_snapshot(), ev_count, wall)
 
