@@ -12,7 +12,7 @@ name and shape the blocks: pools' bookkeeping (pf, pi), per-rank floats and ints
 columns, then messages and packages per kind), an event heap (ht, hs, hk, ha), the distributions (dk, dp,
 dq, dpr, dn), trace buffers (tpf, tpi, tmf, tmi). What must grow while an event is booked lives in typed
 lists of arrays, one per pool or broadcast rank, which a kernel may replace by bigger ones:
-- UL[p], NL[p]: capacity pool p's bins (sim/timeline.py's Pool on a ring of bins): pool r is rank r's IO
+- UL[p], NL[p]: capacity pool p's ring of bins (sim/timeline.py): pool r is rank r's IO
   core, R + r its workers, 2R + n node n's sending NIC, 2R + N + n its receiving NIC;
 - WU[b], WI[b]: broadcast rank b's windows (the rows to deliver and to forward per origin).
 
@@ -26,6 +26,8 @@ import numpy as np
 from numba import njit, uint64
 
 from model.rng import next_u64
+from sim import timeline as T
+from sim.timeline import N_PF, N_PI, PF_BOOKED
 
 LOAD_WINDOW = 5e-4  # s: how often each IO core's recent load (for the loop's stretch) is re-estimated
 NIC_BOOK = 1e-6     # s: messages that occupy a NIC for less than this are not booked on it
@@ -44,13 +46,13 @@ ST_DONE, ST_TRACE = range(2)
 # I: header of block offsets and sizes
 (H_PF, H_RF, H_SLOT, H_DP, H_DQ, H_DPR, H_HT, H_TPF, H_TMF,
  H_MB, H_PI, H_RI, H_NODE, H_PART, H_CLP, H_CLL, H_BLAST, H_HS, H_HK, H_HA, H_DK, H_DN, H_TPI, H_TMI,
- H_NW, H_BX, H_Q, H_HEAP, H_ROWS, H_WM, H_HP, H_HR, H_HN) = range(33)
-NH = 33
+ H_NW, H_BX, H_Q, H_HEAP, H_ROWS, H_WM, H_HP, H_HR, H_HN, H_RS, H_RD) = range(35)
+NH = 35
 # I: integer settings, then globals
-(I_ALGO, I_M, I_B, I_W, I_G, I_VIA_IO, I_FORWARD, I_MERGE_EVERY, I_MERGE_DEPTH, I_DUP, I_TK, I_TN, I_TM, I_TRACE,
- I_TRACE_ALL, I_R, I_NODES, I_GROUPS, I_HOT_STEPS, I_HOT_W) = range(NH, NH + 20)
-(G_HN, G_SEQ, G_NEXT_SIM, G_EVENTS, G_TCOUNT, G_PKN, G_MSGN) = range(NH + 20, NH + 27)
-N_IHEAD = NH + 27
+(I_ALGO, I_M, I_B, I_W, I_G, I_VIA_IO, I_FORWARD, I_MERGE_EVERY, I_MERGE_DEPTH, I_DUP, I_TRACE,
+ I_TRACE_ALL, I_R, I_NODES, I_GROUPS, I_HOT_STEPS, I_HOT_W) = range(NH, NH + 17)
+(G_HN, G_SEQ, G_NEXT_SIM, G_EVENTS, G_TCOUNT, G_PKN, G_MSGN) = range(NH + 17, NH + 24)
+N_IHEAD = NH + 24
 # F: float settings, then the clock
 (C_O, C_PM, C_PB, C_SPB, C_L, C_GAP, C_GPB, C_EAGER, C_SHML, C_SHMG, C_NAP, C_OPM, C_PERPKG, C_FHELD, C_DELAY,
  C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_NOW) = range(20)
@@ -66,9 +68,6 @@ N_RF = 11
 RI_MSG0 = 12
 RI_PKG0 = RI_MSG0 + len(MSG_KINDS)
 N_RI = RI_PKG0 + len(PKG_KINDS)
-# pool columns
-PF_H, PF_CAP, PF_BOOKED, PF_FIN_SUM = range(4)
-PI_BASE, PI_FIN_BIN = range(2)
 
 # block name -> (array, header slot)
 BLOCKS = {
@@ -78,11 +77,11 @@ BLOCKS = {
     "clp": ("I", H_CLP), "cll": ("I", H_CLL), "blast": ("I", H_BLAST), "hs": ("I", H_HS), "hk": ("I", H_HK),
     "ha": ("I", H_HA), "dk": ("I", H_DK), "dn": ("I", H_DN), "tpi": ("I", H_TPI), "tmi": ("I", H_TMI),
     "hp": ("F", H_HP), "hr": ("I", H_HR), "hn": ("I", H_HN),  # hot steps: cumulative shares, ranks, counts
+    "rs": ("I", H_RS), "rd": ("I", H_RD),  # broadcast routes: where each (origin, rank)'s start, destinations
 }
 _HEAD = {"F": N_FHEAD, "I": N_IHEAD, "U": N_UHEAD}
 _DTYPE = {"F": np.float64, "I": np.int64, "U": np.uint64}
 
-_EPS = 1e-15
 _GOLDEN = uint64(0x9E3779B97F4A7C15)
 
 
@@ -143,158 +142,23 @@ def _draw(F, I, U, d):
     return F[q0 + lo] + (F[q0 + hi] - F[q0 + lo]) * (u - F[p0 + lo]) / w
 
 
-# --- capacity pools (sim/timeline.py's Pool on a ring of bins) -------------------------------------------
-# Pool p keeps its bins in UL[p] (used capacity) and NL[p] (absolute index of a bin at or after this one that
-# may have room), a ring over absolute bins base .. base + len - 1 (bin x in slot x mod len). A booking
-# beyond the ring doubles it on the spot (typed lists let a kernel replace an array in place).
-@njit(cache=True, nogil=True)
-def _room(nxt, mask, b):
-    """The first bin at or after absolute bin b that is not full (path-compressed links)."""
-    root = b
-    while True:
-        r = nxt[root & mask]
-        if r == root:
-            break
-        root = r
-    while b != root:
-        i = b & mask
-        b2 = nxt[i]
-        nxt[i] = root
-        b = b2
-    return root
-
-
-@njit(cache=True, nogil=True)
-def _grow(UL, NL, p, base, need):
-    """Make pool p's ring hold bins base .. base + need (at least twice the size it had)."""
-    used, nxt = UL[p], NL[p]
-    ring = used.shape[0]
-    new = 2 * ring
-    while new <= need:
-        new *= 2
-    nu = np.zeros(new)
-    nn = np.empty(new, np.int64)
-    for x in range(base, base + new):
-        j = x & (new - 1)
-        if x < base + ring:
-            nu[j] = used[x & (ring - 1)]
-            nn[j] = nxt[x & (ring - 1)]
-        else:
-            nn[j] = x
-    UL[p] = nu
-    NL[p] = nn
-
-
+# --- capacity pools (sim/timeline.py): pool p's row in the pf and pi blocks ----------------------------------
 @njit(cache=True, nogil=True)
 def pool_book(F, I, UL, NL, p, t, c, servers):
     """Book c server-seconds ready at t on at most `servers` servers of pool p; returns (start, end)."""
-    pf = I[H_PF] + 4 * p
-    hb = F[pf + PF_H]
-    cap = F[pf + PF_CAP]
-    base = I[I[H_PI] + 2 * p + PI_BASE]
-    b = int(t / hb)
-    if b < base:  # before the trimmed past: start at the oldest bin kept
-        b = base
-        t = base * hb
-    F[pf + PF_BOOKED] += c
-    h = hb * servers
-    used, nxt = UL[p], NL[p]
-    if b - base >= used.shape[0]:
-        _grow(UL, NL, p, base, b - base)
-        used, nxt = UL[p], NL[p]
-    mask = used.shape[0] - 1
-    i = b & mask
-    if nxt[i] == b:
-        free = cap - used[i]
-        lim = ((b + 1) * hb - t) * servers
-        take = lim if lim < free else free
-        if take >= c:
-            used[i] += c
-            if cap - used[i] <= _EPS:
-                nxt[i] = b + 1
-            return t, t + c / servers
-        start = t
-        used[i] += take
-        rem = c - take
-        if cap - used[i] <= _EPS:
-            nxt[i] = b + 1
-    else:
-        start = -1.0
-        rem = c
-    while True:
-        b += 1
-        if b - base >= used.shape[0]:
-            _grow(UL, NL, p, base, b - base)
-            used, nxt = UL[p], NL[p]
-            mask = used.shape[0] - 1
-        i = b & mask
-        if nxt[i] != b:
-            b = _room(nxt, mask, b)  # links never point past the last bin in the ring + 1
-            if b - base >= used.shape[0]:
-                _grow(UL, NL, p, base, b - base)
-                used, nxt = UL[p], NL[p]
-                mask = used.shape[0] - 1
-            i = b & mask
-        free = cap - used[i]
-        take = h if h < free else free
-        if start < 0.0:
-            start = b * hb
-        if take >= rem:
-            used[i] += rem
-            if cap - used[i] <= _EPS:
-                nxt[i] = b + 1
-            return start, b * hb + rem / servers
-        used[i] += take
-        rem -= take
-        if cap - used[i] <= _EPS:
-            nxt[i] = b + 1
+    return T.book(F, I, UL, NL, p, I[H_PF] + N_PF * p, I[H_PI] + N_PI * p, t, c, servers)
 
 
 @njit(cache=True, nogil=True)
 def pool_used_until(F, I, UL, NL, p, t):
     """Work done on pool p before t (server-seconds). t must not go back in time between calls."""
-    used = UL[p]
-    ring = used.shape[0]
-    mask = ring - 1
-    pf = I[H_PF] + 4 * p
-    pi = I[H_PI] + 2 * p
-    hb = F[pf + PF_H]
-    base = I[pi + PI_BASE]
-    b = int(t / hb)
-    fb = I[pi + PI_FIN_BIN]
-    if b > fb:
-        s = 0.0
-        lo = fb if fb > base else base
-        hi = b if b < base + ring else base + ring
-        for x in range(lo, hi):
-            s += used[x & mask]
-        F[pf + PF_FIN_SUM] += s
-        I[pi + PI_FIN_BIN] = b
-    part = 0.0
-    if base <= b < base + ring:  # the current bin, pro rata
-        f = (t - b * hb) / hb
-        part = used[b & mask] * (f if f < 1.0 else 1.0)
-    return F[pf + PF_FIN_SUM] + part
+    return T.used_until(F, I, UL, p, I[H_PF] + N_PF * p, I[H_PI] + N_PI * p, t)
 
 
 @njit(cache=True, nogil=True)
 def _trim(F, I, UL, NL, p, t):
-    """Forget bins before t (nothing is booked before the current time), keeping their sum."""
-    pool_used_until(F, I, UL, NL, p, t)
-    used, nxt = UL[p], NL[p]
-    ring = used.shape[0]
-    mask = ring - 1
-    pi = I[H_PI] + 2 * p
-    base = I[pi + PI_BASE]
-    fb = I[pi + PI_FIN_BIN]
-    if fb <= base:
-        return
-    lo = base if base > fb - ring else fb - ring
-    for x in range(lo, fb):  # the slot of bin x now holds bin x + ring: empty, with room
-        i = x & mask
-        used[i] = 0.0
-        nxt[i] = x + ring
-    I[pi + PI_BASE] = fb
+    """Forget pool p's bins before t (nothing is booked before the current time), keeping their sum."""
+    T.trim(F, I, UL, NL, p, I[H_PF] + N_PF * p, I[H_PI] + N_PI * p, t)
 
 
 @njit(cache=True, nogil=True)
@@ -670,40 +534,17 @@ def _popcount(U, o, n):
     return c
 
 
-@njit(cache=True, nogil=True)
-def forwards(k, n, m, origin, at, dim, out_dst, out_dim):
-    """model/topology.py's Topology.forwards in numbers: fills out_dst/out_dim, returns how many."""
-    if dim < 0:  # DELIVER_ONLY
-        return 0
-    cs = k**n
-    a = at // cs
-    r = at % cs
-    c = 0
-    for x in range(m):
-        if x != a:
-            out_dst[c] = x * cs + r
-            out_dim[c] = -1
-            c += 1
-    if at == origin:
-        dim = n
-    if k == 1:
-        return c
-    r0 = origin % cs
-    step = 1
-    for i in range(dim):
-        bi = (r // step) % k
-        oi = (r0 // step) % k
-        if (bi + 1) % k != oi:
-            out_dst[c] = a * cs + r - bi * step + ((bi + 1) % k) * step
-            out_dim[c] = i + 1 if (bi + 2) % k != oi else i
-            c += 1
-        step *= k
-    return c
+@njit(cache=True, nogil=True, inline="always")
+def _routes(I, origin, at):
+    """Where broadcast rank `at` (of its group's network) forwards a broadcast from `origin`: destinations
+    lo .. hi - 1 of block rd (model/topology.py's routing, tabulated by sim/statistical.py's routes)."""
+    i = I[H_RS] + origin * (I[I_B] // I[I_GROUPS]) + at
+    return I[i], I[i + 1]
 
 
 # A broadcast rank b's windows: a ring over window numbers (window w in row w mod nwin) of WU[b] (row:
-# the bitset of rows to deliver, then one bitset per origin to forward) and WI[b] (row: the window's number,
-# then per origin the dimension its broadcast came with). Windows up to I[blast + b] are flushed.
+# the bitset of rows to deliver, then one bitset per origin to forward) and WI[b] (row: the window's number).
+# Windows up to I[blast + b] are flushed.
 @njit(cache=True, nogil=True)
 def _window(I, WU, WI, b, w):
     """The row of broadcast rank b's window w (cleared if it held a flushed one; the ring doubles when w
@@ -733,7 +574,7 @@ def _window(I, WU, WI, b, w):
 
 
 @njit(cache=True, nogil=True)
-def _register(F, I, U, UL, NL, WU, WI, b, t, bits, n_listed, origin, dim, scratch_dst, scratch_dim):
+def _register(F, I, U, UL, NL, WU, WI, b, t, bits, n_listed, origin):
     """Rows (bitset `bits`, n_listed of them as sent) reach broadcast rank b at t: they wait in the window
     that ends after t. A rank hears each origin's broadcast with one dimension only (the routing is a
     spanning tree), so a window keeps one row set per origin. b counts from the first broadcast rank,
@@ -746,11 +587,11 @@ def _register(F, I, U, UL, NL, WU, WI, b, t, bits, n_listed, origin, dim, scratc
         return
     s = _window(I, WU, WI, b, w)
     wu = WU[b]
-    if forwards(I[I_TK], I[I_TN], I[I_TM], origin, b % (I[I_B] // I[I_GROUPS]), dim, scratch_dst, scratch_dim) > 0:
+    lo, hi = _routes(I, origin, b % (I[I_B] // I[I_GROUPS]))
+    if hi > lo:
         f0 = (1 + origin) * nw
         for j in range(nw):
             wu[s, f0 + j] |= bits[j]
-        WI[b][s, 1 + origin] = dim
     row = wu[s]
     before = _popcount(row, 0, nw)
     for j in range(nw):
@@ -772,9 +613,7 @@ def _send_syncs(F, I, U, UL, NL, WU, WI, r, t, k):
             bits[node >> 6] |= uint64(1) << uint64(node & 63)
         dst = I[I[H_PART] + r]
         t_in = _msg(F, I, U, UL, NL, r, end, dst, M_SYNC, nb, -1, True, 1)
-        sd = np.empty(I[I_TM] + I[I_TN] + 1, np.int64)
-        sm = np.empty_like(sd)
-        _register(F, I, U, UL, NL, WU, WI, dst - M, t_in, bits, k, (dst - M) % (B // I[I_GROUPS]), I[I_TN], sd, sm)
+        _register(F, I, U, UL, NL, WU, WI, dst - M, t_in, bits, k, (dst - M) % (B // I[I_GROUPS]))
     else:
         for d in range(M):
             if d != r:
@@ -786,7 +625,6 @@ def _send_syncs(F, I, U, UL, NL, WU, WI, r, t, k):
 def _flush(F, I, U, UL, NL, WU, WI, rid):
     """The end of a broadcast rank's window: merge, then forward to peers and deliver to clients."""
     M, B = I[I_M], I[I_B]
-    tk, tn, tm = I[I_TK], I[I_TN], I[I_TM]
     nw = I[H_NW]
     t = F[C_NOW]
     delay = F[C_DELAY]
@@ -804,27 +642,25 @@ def _flush(F, I, U, UL, NL, WU, WI, rid):
     if wi[s, 0] != w:
         return
     wi[s, 0] = -1
-    row, dims = wu[s], wi[s]
+    row = wu[s]
     end = _work(F, I, U, UL, NL, rid, t, _draw(F, I, U, P_BCAST), P_BCAST, -1)
     # one BCAST per (origin, dimension) and next rank, as the role sends them; booked per link
-    cap = tm + tn + 1
-    sd = np.empty(cap, np.int64)
-    sm = np.empty(cap, np.int64)
+    rd = I[H_RD]
     n_items = 0
     for o in range(Bg):
         if _popcount(row, (1 + o) * nw, nw) > 0:
-            n_items += forwards(tk, tn, tm, o, bl, dims[1 + o], sd, sm)
+            lo, hi = _routes(I, o, bl)
+            n_items += hi - lo
     it_dst = np.empty(n_items, np.int64)
     it_o = np.empty(n_items, np.int64)
-    it_dim = np.empty(n_items, np.int64)
     it_size = np.empty(n_items, np.int64)
     n = 0
     for o in range(Bg):
         size = _popcount(row, (1 + o) * nw, nw)
         if size > 0:
-            c = forwards(tk, tn, tm, o, bl, dims[1 + o], sd, sm)
-            for j in range(c):
-                it_dst[n], it_o[n], it_dim[n], it_size[n] = gb + sd[j], o, sm[j], size
+            lo, hi = _routes(I, o, bl)
+            for j in range(lo, hi):
+                it_dst[n], it_o[n], it_size[n] = gb + I[rd + j], o, size
                 n += 1
     per_node = I[I[H_MB] + M_BCAST]
     done = np.zeros(n_items, np.bool_)
@@ -843,7 +679,7 @@ def _flush(F, I, U, UL, NL, WU, WI, rid):
             if it_dst[j] == dst:
                 done[j] = True
                 o = (1 + it_o[j]) * nw
-                _register(F, I, U, UL, NL, WU, WI, dst, t_in, row[o:o + nw], it_size[j], it_o[j], it_dim[j], sd, sm)
+                _register(F, I, U, UL, NL, WU, WI, dst, t_in, row[o:o + nw], it_size[j], it_o[j])
     nd = _popcount(row, 0, nw)
     if nd:
         nb = I[I[H_MB] + M_SYNC] * nd
@@ -863,7 +699,7 @@ def _load(F, I, U, UL, NL, WU, WI):
     for r in range(R):
         o = I[H_RF] + r * N_RF
         ri = I[H_RI] + r * N_RI
-        work = F[I[H_PF] + 4 * r + PF_BOOKED]
+        work = F[I[H_PF] + N_PF * r + PF_BOOKED]
         rho = (work - F[o + RF_MARK_WORK]) / LOAD_WINDOW
         if rho > 0.95:
             rho = 0.95
