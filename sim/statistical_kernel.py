@@ -1,9 +1,9 @@
 """The statistical fidelity's event loop as numba kernels (sim/statistical.py's StatWorld drives them).
 
-The model is the one sim/statistical.py describes and ReferenceStatWorld spells out in Python, event by
-event; these kernels make the same bookings over numpy arrays, so that a chunk of simulated time
-(thousands of simulations, their hops, packages and messages, broadcast windows and load updates) is one
-call.
+The model is the one sim/statistical.py describes; these kernels make its bookings over numpy arrays, so
+that a chunk of simulated time (thousands of simulations, their hops, packages and messages, broadcast
+windows and load updates) is one call. Capacity pools are sim/timeline.py's; broadcast routes are
+model/topology.py's, tabulated by sim/statistical.py (blocks rs, rd).
 
 State: F (float64), I (int64) and U (the random generator's state, model/rng.py) are flat arrays, since a
 numba call pays for every array it passes: I starts with a header of block offsets and sizes (H_*), then
