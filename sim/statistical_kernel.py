@@ -143,19 +143,19 @@ def _draw(F, I, U, d):
 
 
 # --- capacity pools (sim/timeline.py): pool p's row in the pf and pi blocks ----------------------------------
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def pool_book(F, I, UL, NL, p, t, c, servers):
     """Book c server-seconds ready at t on at most `servers` servers of pool p; returns (start, end)."""
     return T.book(F, I, UL, NL, p, I[H_PF] + N_PF * p, I[H_PI] + N_PI * p, t, c, servers)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def pool_used_until(F, I, UL, NL, p, t):
     """Work done on pool p before t (server-seconds). t must not go back in time between calls."""
     return T.used_until(F, I, UL, p, I[H_PF] + N_PF * p, I[H_PI] + N_PI * p, t)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _trim(F, I, UL, NL, p, t):
     """Forget pool p's bins before t (nothing is booked before the current time), keeping their sum."""
     T.trim(F, I, UL, NL, p, I[H_PF] + N_PF * p, I[H_PI] + N_PI * p, t)
