@@ -4,7 +4,7 @@ The processes run on SimPy's environment (sim/clock.py): each is a small state m
 plain-callback heap entries, at the places (and with the ids) a SimPy process's Timeout or Event would
 take, which saves the generator, event and callback objects of every step of the hot paths.
 
-Per search rank (seed 000 4.2.4, Figure 4.3):
+Per search rank (Schaefers 2014, 4.2.4, Figure 4.3):
   - an IO-core process: waits for received messages, finished packages or timers; each loop iteration
     costs poll_base + poll_per_peer * peers (one MPI_Testsome over every peer's buffers) plus, per message
     sent or received, the LogGP overhead o, the dispatch cost and a per-byte copy cost (statistics messages
