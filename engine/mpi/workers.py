@@ -2,13 +2,13 @@
 
 Each worker has its own queue; new packages go to the shortest one, a continuation of a simulation
 (pkg.front) to the front of the queue of the worker that ran its previous step, and a worker whose queue is
-empty takes from the back of the others' (seed 000, 4.2.4: stealing improved the workload even though the
+empty takes from the back of the others' (Schaefers 2014, 4.2.4: stealing improved the workload even though the
 queues then need locking; here the GIL-atomic deque operations are the lock). The hot work inside
 execute() is numba nogil code, so workers and the IO thread really run at once.
 
 A finished package goes to `complete(pkg, result, worker)`, which the rank runtime provides: it takes the
 rank's role lock and lets the role turn the result into the next packages and messages, on the worker
-itself (as the worker cores of seed 000 do), so a simulation that stays on the rank never waits for the
+itself (as the worker cores of Schaefers 2014, 4.2.4 do), so a simulation that stays on the rank never waits for the
 IO thread. Per package (per part of a package that returns model.roles.CONTINUE) a worker appends one tuple
 (t_start, t_end, worker, kind, sim_id) to its own record deque; the IO thread empties them now and then.
 """

@@ -61,7 +61,7 @@ dup.py (duplicated nodes' delta counters, DUP snapshots, SYNC flushes, applying 
 
 Algorithms
 ----------
-    treesplit  UCT-Treesplit (seed 000 4.2): treesplit.py (search ranks), broadcast.py (broadcast ranks)
+    treesplit  UCT-Treesplit (Schaefers 2014, 4.2): treesplit.py (search ranks), broadcast.py (broadcast ranks)
     tds        the same with n_dup = inf and share_root off: the tree spread by hash, nothing duplicated
                (every simulation starts with a MOVE to the root's owner)
     root       root parallelisation: root.py

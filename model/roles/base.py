@@ -34,7 +34,7 @@ class Package:
     sim_id    the simulation it belongs to (-1: none)
     payload   role-private; only the role that made it reads it (execute / on_work_done)
     front     a continuation of a simulation that just ran here: the runtime may run it next on the same
-              worker (seed 000 keeps a simulation on its core while it stays on the rank)
+              worker (Schaefers 2014, 4.2.4 keeps a simulation on its core while it stays on the rank)
     cost      None: the simulator charges the profile's service time for `kind`; else seconds to charge
     parts     None, or set by an execute() that ran several parts in one call: counts per kind (PART_KINDS),
               which the simulator charges (the loopback counts) instead of the one `kind`
@@ -133,7 +133,7 @@ class RoleStats:
     nodes_stored: int = 0       # nodes created in this rank's table
     nodes_duplicated: int = 0   # duplicated nodes held here
     queue_len: int = 0          # packages handed to the runtime and not yet done
-    moves_held: int = 0         # MOVE messages waiting here (the load-balance measure of seed 000 4.2.5)
+    moves_held: int = 0         # MOVE messages waiting here (the load-balance measure of Schaefers 2014, 4.2.5)
     messages_sent: dict = field(default_factory=dict)      # kind -> count
     messages_received: dict = field(default_factory=dict)  # kind -> count
     extra: dict = field(default_factory=dict)              # algorithm-specific counters

@@ -1,6 +1,6 @@
 """A UCT-Treesplit search rank as numba kernels over arrays: the role's whole state machine, compiled.
 
-The search rank of seed 000's Distributed-Tree-Parallelization (Schaefers 2014, 4.2) handles a simulation
+The search rank of Distributed-Tree-Parallelization (Schaefers 2014, 4.2) handles a simulation
 a few microseconds at a time: a MOVE arrives, one select step runs, an UPDATE leaves. In Python each of those
 events cost tens of microseconds of interpreter; here they cost about what the tree work costs. Everything a
 search rank knows lives in the arrays of one `Arrays` record: scalar state in one record (`cs`, fields CST),

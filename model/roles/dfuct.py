@@ -1,4 +1,4 @@
-"""TDS with depth-first UCT, df-UCT (Yoshizoe et al. 2011; seed 001 3.4.2 and 4.4.3.2).
+"""TDS with depth-first UCT, df-UCT (Yoshizoe et al. 2011; Christoph 2020, 3.4.2 and 4.4.3.2).
 
 The tree is spread over the search ranks by hash exactly as in TDS (treesplit.py with N_dup = inf), but a
 simulation does not climb back to the root after its playout. A *job* keeps searching below a node for as

@@ -1,4 +1,4 @@
-"""Duplicated tree nodes and their synchronisation (seed 000, 4.2.2): delta counters beside the table.
+"""Duplicated tree nodes and their synchronisation (Schaefers 2014, 4.2.2): delta counters beside the table.
 
 A duplicated node keeps living in the rank's transposition table (model/tt.py), whose statistics are the
 rank's whole view N + N_delta; the DupTable holds, per duplicated node (a "row"), the part N_delta not yet

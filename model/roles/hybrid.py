@@ -1,4 +1,4 @@
-"""Hybrid: groups of UCT-Treesplit ranks joined by root parallelisation (the combination seed 000 4.4 proposes).
+"""Hybrid: groups of UCT-Treesplit ranks joined by root parallelisation (the combination Schaefers 2014, 4.4 proposes).
 
 The M search ranks and B broadcast ranks form G equal groups (search ranks g*M/G.., broadcast ranks
 M + g*B/G..). A group is a complete UCT-Treesplit search (treesplit.py, broadcast.py) that sees itself as
