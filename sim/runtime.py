@@ -21,8 +21,9 @@ Per broadcast rank: one core; its IO loop also runs the role's packages (delay, 
 The network is sim/network.py (closed-form LogGP, shared NIC per node); a message costs one event, its
 delivery.
 
-Roles are model/roles' (the contract in model/roles/__init__.py); the statistical roles
-(sim/statistical.py) implement the same contract.
+Roles are model/roles' (the contract in model/roles/__init__.py), the very code the engine runs. The
+statistical fidelity (sim/statistical.py) does not run roles: it draws each simulation's path from a
+workload fitted to a trace and replays its messages in one numba kernel.
 """
 
 from __future__ import annotations
