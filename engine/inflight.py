@@ -1,6 +1,6 @@
 """The `inflight` algorithm: the sequential search with S_par simulations in flight at once, on one core.
 
-What a distributed search loses against a sequential one at equal simulation counts (seed 000 4.3.2,
+What a distributed search loses against a sequential one at equal simulation counts (Schaefers 2014, 4.3.2,
 Figure 4.15) comes from its S_par simulations in flight: each selects its path while S_par - 1 others have
 not yet reported, seeing only their virtual losses. This searcher reproduces exactly that and nothing else
 (no network, no duplication, no load balance): the UCT-Treesplit role of model/roles on one search rank

@@ -1,5 +1,5 @@
-"""algorithms: seed 001's comparison of root, leaf, tds, dfuct and treesplit by PPS and NPS as compute grows,
-on Lines of Action (seed 001's domain) and on Go 9x9 - measured where it fits, predicted beyond.
+"""algorithms: Christoph 2020's comparison of root, leaf, tds, dfuct and treesplit by PPS and NPS as compute grows,
+on Lines of Action (Christoph 2020's domain) and on Go 9x9 - measured where it fits, predicted beyond.
 
 Three sources, one chart per domain and metric, x = worker cores:
   - measured here: each algorithm on 1 and 2 real MPI ranks (one worker thread each; engine/mpi), a timed
@@ -8,7 +8,7 @@ Three sources, one chart per domain and metric, x = worker cores:
     1-core reference.
   - measured on a 16-core Xeon (Go 19x19, random playouts; experiments/results/bench_parallel_scaling-16core
     *.json, `treesplit bench parallel`): treesplit, tds, root and leaf on 1 ... 16 ranks.
-  - predicted: the simulator (statistical fidelity) with sim/profiles/lengau.toml, seed 001's cluster (CNs of
+  - predicted: the simulator (statistical fidelity) with sim/profiles/lengau.toml, Christoph 2020's cluster (CNs of
     12 cores, FDR InfiniBand) with our engine's package costs, 1 ... 128 CNs (11 workers each); LOA's playout
     cost scaled from Go 9x9's by the playout benchmarks (experiments/results/bench-playouts-*.json). The
     statistical fidelity models treesplit, tds, root and leaf; dfuct, which it does not model, is predicted by
@@ -16,11 +16,11 @@ Three sources, one chart per domain and metric, x = worker cores:
     Predicted NPS is only the workload's nodes-per-simulation times PPS, so it is not drawn.
   `reuse_measured = true` keeps the measured rows of the last run in the output directory and only predicts
   again (a simulator change does not need the real ranks again).
-Strength (seed 001's Figure 5.9, each agent against a 1-CN reference): with `strength_games` > 0, each algorithm
+Strength (Christoph 2020's Figure 5.9, each agent against a 1-CN reference): with `strength_games` > 0, each algorithm
 on `strength_ranks` real ranks plays that many games of each game in `strength_on` (Go 9x9 through the GTP
-referee; LOA, seed 001's domain, refereed by its own rules: experiments/games.py) against the sequential search
+referee; LOA, Christoph 2020's domain, refereed by its own rules: experiments/games.py) against the sequential search
 at the same seconds per move, colours alternating, which is as far as this machine's cores reach. On LOA no
-side uses RAVE (seed 001's agents have none); on Go all but dfuct do. With `reuse_measured`, an earlier run's
+side uses RAVE (Christoph 2020's agents have none); on Go all but dfuct do. With `reuse_measured`, an earlier run's
 strength.csv is kept unless `strength_games` asks for new games, and then its rows of the games not played
 again stay.
 """
@@ -39,9 +39,9 @@ from model.config import check
 
 QUESTION = ("How do root, leaf, tds, dfuct and treesplit compare by playouts per second (PPS) and nodes per second "
             "(NPS) as compute grows, on Lines of Action and on Go: measured on real ranks here and on 16 cores, "
-            "predicted by the simulator up to 128 compute nodes of seed 001's cluster; and by strength against the "
+            "predicted by the simulator up to 128 compute nodes of Christoph 2020's cluster; and by strength against the "
             "sequential search where real ranks fit (Go 9x9 and Lines of Action)?")
-REFERENCE = ("Seed 001 (Christoph 2020), 5.3.1-5.3.3: Figures 5.7 (PPS), 5.8 (NPS) and 5.9 (win rate) of root/leaf, "
+REFERENCE = ("Christoph 2020, 5.3.1-5.3.3: Figures 5.7 (PPS), 5.8 (NPS) and 5.9 (win rate) of root/leaf, "
              "root/tree, leaf, TDS, df-UCT and UCT-Treesplit agents on LOA, 1 ... 128 CNs of 12 cores on the Lengau "
              "cluster (FDR InfiniBand), 1 s per move. Its figures reach us as prose.")
 ALGOS = ("root", "leaf", "tds", "dfuct", "treesplit")
@@ -285,7 +285,7 @@ def _chart(title: str, metric: str, game_label: str, frames: list[tuple[str, pd.
     from experiments.report import figure
 
     f = figure(title, "worker cores", metric.upper() + " (per second)",
-               f"{metric.upper()} against worker cores, {game_label}: lines = simulator on seed 001's cluster "
+               f"{metric.upper()} against worker cores, {game_label}: lines = simulator on Christoph 2020's cluster "
                "(11 workers per CN), filled circles = measured here, squares = measured on a 16-core Xeon "
                "(Go 19x19, random playouts).", x_axis_type="log", y_axis_type="log", width=560, height=380)
     rends = []
@@ -335,7 +335,7 @@ def outcome(cfg: Config, tables: dict):
                   "in terms of PPS even though it performs poorly with few CNs ... until 16 CNs, at which point the "
                   "increase in PPS with each doubling in CNs tapers off drastically. ... TDS, df-UCT and UCT-Treesplit "
                   "scale far better in terms of NPS as opposed to PPS ... leaf parallelisation performs particularly "
-                  "poorly in terms of NPS.", "seed 001, 5.3.1-5.3.2, Figures 5.7 and 5.8 (LOA, 1 ... 128 CNs)"),
+                  "poorly in terms of NPS.", "Christoph 2020, 5.3.1-5.3.2, Figures 5.7 and 5.8 (LOA, 1 ... 128 CNs)"),
             f"{label}: measured here on {', '.join(str(r) for r in cfg.ranks)} rank(s) x 1 worker thread, "
             f"{cfg.seconds:g} s searches from the initial position; predicted for {min(cfg.nodes)} ... "
             f"{max(cfg.nodes)} CNs of the {cfg.profile} profile."
@@ -357,12 +357,12 @@ def outcome(cfg: Config, tables: dict):
                   "SearchRank ... This effect can also be seen for TDS and df-UCT for 2 CNs. ... they are only able "
                   "to achieve a 20-40% win-rate at their strongest configurations ... df-UCT ... a win-rate of "
                   "only 7-20% at its strongest configuration.",
-                  "seed 001, 5.3.3, Figure 5.9 (LOA, 50 matches per point against 1-CN root/tree, 1 s per move)"),
+                  "Christoph 2020, 5.3.3, Figure 5.9 (LOA, 50 matches per point against 1-CN root/tree, 1 s per move)"),
             f"Ours: each algorithm on {int(st.ranks.iloc[0])} real ranks x 1 thread against our sequential search "
             f"(one core), {st.seconds_per_move.iloc[0]:g} s per move each, {int(st.games.min())}-{int(st.games.max())}"
             " games per algorithm and game, colours alternating; whiskers are 95% Wilson intervals. On Go every "
-            "player uses RAVE but dfuct, whose ranks merge no AMAF data; on LOA none does, as seed 001's agents. "
-            "Seed 001's reference is a whole multi-threaded CN and its points reach 128 CNs; ours is two ranks "
+            "player uses RAVE but dfuct, whose ranks merge no AMAF data; on LOA none does, as Christoph 2020's agents. "
+            "Christoph 2020's reference is a whole multi-threaded CN and its points reach 128 CNs; ours is two ranks "
             "against one core."))
     agreement, summary = _agreement(cfg, m, p)
     if st is not None and len(st):
@@ -424,7 +424,7 @@ def _strength_words(st: pd.DataFrame, m: pd.DataFrame, game: str) -> tuple[str, 
                      + (" (their playouts per second on {} ranks, measured above: ".format(ranks)
                         + ", ".join(f"{ratio[a]:.2f}" for a in below if a in ratio) + " of the sequential search's)"
                         if any(a in ratio for a in below) else "")
-                     + ". As in seed 001, where none of its agents beat its 1-CN reference, a second rank here "
+                     + ". As in Christoph 2020, where none of its agents beat its 1-CN reference, a second rank here "
                      "costs more in messages and waiting than its core adds.")
     if even:
         parts.append(f"Not distinguishable from it at this many games: {', '.join(even)}.")
@@ -453,11 +453,11 @@ def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict
             order = sorted(sp, key=sp.get, reverse=True)
             parts.append(
                 f"Predicted PPS from {low} to {top} CNs grows " + ", ".join(f"{a} x{sp[a]:.0f}" for a in order)
-                + f" ({game}): as in seed 001, root parallelisation scales best and tds worst of the tree-sharing "
+                + f" ({game}): as in Christoph 2020, root parallelisation scales best and tds worst of the tree-sharing "
                 "methods (every simulation passes the root's owner), with treesplit in between"
                 + (f"; df-UCT x{sp['dfuct']:.0f}" if "dfuct" in sp else "") + ".")
             if sp.get("leaf", 99) < 2:
-                parts.append("Unlike seed 001, where leaf parallelisation's PPS grows up to 16 CNs, our leaf does not "
+                parts.append("Unlike Christoph 2020, where leaf parallelisation's PPS grows up to 16 CNs, our leaf does not "
                              "scale: with our engine's costs the master's in-tree work per simulation (select + "
                              "update) exceeds a playout, so the single master saturates at once.")
     rk = sorted(set(int(r) for r in m.ranks.dropna())) if "ranks" in m else []
@@ -471,14 +471,14 @@ def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict
         if ratio:
             parts.append(f"Measured here ({g0}, {rk[0]} to {rk[-1]} ranks): PPS x" + ", x".join(
                 f"{v:.2f} {a}" for a, v in ratio.items()) + "; on real ranks only root gains, the tree-sharing "
-                "methods lose to their messages, as seed 001 saw when a second search rank joined (its dip at 2-4 CNs).")
+                "methods lose to their messages, as Christoph 2020 saw when a second search rank joined (its dip at 2-4 CNs).")
             summary["measured_pps_ratio_" + g0] = {a: round(v, 2) for a, v in ratio.items()}
     nps_rows = m[(m.algo != "sequential") & m.nps.notna()]
     if len(nps_rows):
-        parts.append("Measured NPS on 1-2 ranks is too little compute to show seed 001's NPS crossover (tree-based "
+        parts.append("Measured NPS on 1-2 ranks is too little compute to show Christoph 2020's NPS crossover (tree-based "
                      "agents passing root parallelisation after 16 CNs); the simulator's NPS is only a workload "
                      "parameter times PPS, so the NPS side of the comparison rests on the few measured points.")
-    parts.append("Our per-package costs are our Python/numba engine's, not seed 001's Akka agents (no RDMA, heavier "
+    parts.append("Our per-package costs are our Python/numba engine's, not Christoph 2020's Akka agents (no RDMA, heavier "
                  "serialisation), so absolute rates differ; the LOA prediction uses Go's tree shape with LOA's playout "
                  "cost, and dfuct is predicted by the functional fidelity (its roles run for real), the others statistically.")
     return " ".join(parts), summary

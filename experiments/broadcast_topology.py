@@ -1,4 +1,4 @@
-"""broadcast-topology: Table 4.1 and Figure 4.5 of seed 000, with every origin's broadcast checked hop by hop.
+"""broadcast-topology: Table 4.1 and Figure 4.5 of Schaefers 2014, with every origin's broadcast checked hop by hop.
 
 Two checks per network:
   - the shape: model/topology.py's choice of (k, n, m) against the thesis's Table 4.1 (L = 12) and the
@@ -26,9 +26,9 @@ from model.config import check
 
 QUESTION = ("Which m-connected k-ary n-cube does eq. 4.8/4.9 choose for each number of broadcast ranks, and does "
             "every origin's broadcast reach every broadcast and search rank exactly once within n(k-1)+1 hops?")
-REFERENCE = ("Seed 000, section 4.2.6: eq. 4.8/4.9, Procedure Broadcast, Figure 4.5 (16 broadcast ranks, L = 6), "
+REFERENCE = ("Schaefers 2014, section 4.2.6: eq. 4.8/4.9, Procedure Broadcast, Figure 4.5 (16 broadcast ranks, L = 6), "
              "and Table 4.1 (the shapes used in the experiments, L = 12).")
-# Table 4.1 of seed 000: bc-ranks -> (m, k, n)
+# Table 4.1 of Schaefers 2014: bc-ranks -> (m, k, n)
 TABLE_4_1 = {1: (1, 1, 1), 2: (2, 1, 1), 4: (4, 1, 1), 8: (8, 1, 1), 16: (8, 2, 1), 32: (8, 2, 2), 64: (8, 2, 3)}
 
 
@@ -265,7 +265,7 @@ def outcome(cfg: Config, tables: dict, fig_chk: dict | None = None):
                 column(table_widget(pd.DataFrame(ref_rows), width=300),
                        _div(quote("We chose this values with the objective to keep the number of communicating peers "
                                   "for each broadcast rank below 16 while minimizing the number of required hops ... "
-                                  "it must always hold that n + m - 1 &le; 12.", "seed 000, 4.3.1, Table 4.1"))),
+                                  "it must always hold that n + m - 1 &le; 12.", "Schaefers 2014, 4.3.1, Table 4.1"))),
                 "Ours: m, k, n from model/topology.py; hops measured from the BCAST messages of the real broadcast "
                 "roles (one broadcast per origin, every origin)."),
         Section("Figure 4.5: a 3-hop broadcast, 16 broadcast ranks, L = 6",
@@ -274,7 +274,7 @@ def outcome(cfg: Config, tables: dict, fig_chk: dict | None = None):
                       "giving (k, n, m) = (2, 2, 4). The gray box marks the 4 ranks that are used in the binary "
                       "2-cube (i.e. hypercube) communication. ... The maximum number of hops needed for each message "
                       "is equal to n(k - 1) + 1 while each broadcast rank receives messages from at most L other "
-                      "broadcast ranks.", "seed 000, 4.2.6, Figure 4.5"),
+                      "broadcast ranks.", "Schaefers 2014, 4.2.6, Figure 4.5"),
                 "Each 2x2 square is one binary 2-cube (a = cube); grey lines are all logical links, coloured lines the "
                 "tree this broadcast took (hop 1, 2, 3)."),
     ]

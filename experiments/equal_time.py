@@ -32,7 +32,7 @@ from model.results import add_output_flags, output_dir
 
 ALGO_ARGS = {"tree": ["--algo", "tree", "--threads", "2"],
              "treesplit": ["--algo", "treesplit", "--ranks", "2", "--threads", "1"],
-             # one rank per machine as in seed 000: its IO thread and two workers (the IO thread idles alone)
+             # one rank per machine as in Schaefers 2014: its IO thread and two workers (the IO thread idles alone)
              "treesplit-1x3": ["--algo", "treesplit", "--ranks", "1", "--threads", "3"],
              "sequential": ["--algo", "sequential"]}
 

@@ -76,7 +76,7 @@ def play_loa(player: PlayerConfig, opponent: PlayerConfig, games: int, out: Path
     """Lines of Action: `player` against `opponent`, both searchers of this process (an MPI algorithm's ranks
     run in its own session), colours alternating, each side's budget its config's sims/seconds per move. GTP
     and the match referee are Go's; here the game's own rules (model/loa) referee. A game longer than
-    `max_plies` is a draw (seed 001's agents, like ours, can shuffle pieces for long); nobody resigns. Writes
+    `max_plies` is a draw (Christoph 2020's agents, like ours, can shuffle pieces for long); nobody resigns. Writes
     games.csv into `out` after each game; returns the same row as `play`."""
     import statistics
     import time
@@ -109,7 +109,7 @@ def play_loa(player: PlayerConfig, opponent: PlayerConfig, games: int, out: Path
                 r = sides[side].search(Position(gm.g, gm.state, uct.history_array(hashes)), budgets[side])
                 if side == 0:
                     our_secs, our_moves = our_secs + time.perf_counter() - t, our_moves + 1
-                # no resigning on LOA: every game is played out (or to the cap), as seed 001's games were
+                # no resigning on LOA: every game is played out (or to the cap), as Christoph 2020's games were
                 if r.action < 0:
                     result, reason = (-1.0 if p == 0 else 1.0), "no move"
                     break

@@ -1,4 +1,4 @@
-"""Table 5.2 of seed 001, in spirit: a round robin of the four serial LOA agents of Table 5.1 (PU-MC, PU-EF,
+"""Table 5.2 of Christoph 2020, in spirit: a round robin of the four serial LOA agents of Table 5.1 (PU-MC, PU-EF,
 FPU-MC, FPU-EF) at equal simulations per move, each pair playing --games games with colours alternating.
 The table (row beat column), each pair's win rate with its 95% Wilson interval and Elo difference, and
 every game go to results/<name>.json (or --out DIR; --update-reference: experiments/results/), the pairs and
@@ -8,7 +8,7 @@ rewritten after each game so a long run can be watched (and a cut one still leav
     .venv/bin/python -m experiments.loa_roundrobin --games 2 --sims 100        # smoke (about a minute)
     .venv/bin/python -m experiments.loa_roundrobin --games 200 --sims 1000     # the measurement (hours)
 
-Seed 001 played 1000 games a pair at one second a move; it found PU-MC first, PU-EF second, and PU-MC
+Christoph 2020 played 1000 games a pair at one second a move; it found PU-MC first, PU-EF second, and PU-MC
 beating FPU-EF 992 to 8. A game longer than --max-plies counts as a draw. --jobs J plays J games at once
 (one core each): use it only on an otherwise idle machine. Each game's seed depends only on the pair and
 the game number, so a run is reproducible whatever --jobs is.

@@ -1,4 +1,4 @@
-"""overheads: seed 000 Figures 4.18-4.21 from real engine traces, sequential and parallel.
+"""overheads: Schaefers 2014, Figures 4.18-4.21 from real engine traces, sequential and parallel.
 
 A game record (GNU Go playing itself, or given in the config) supplies positions at several move numbers.
 From each, the MPI engine runs UCT-Treesplit with a fixed number of simulations and records a trace twice:
@@ -23,7 +23,7 @@ from model.config import check
 
 QUESTION = ("How is computation time split among the work-package kinds, how often does each kind occur and how "
             "long does one package take, sequentially and in parallel, across a game?")
-REFERENCE = ("Seed 000, 4.3.3: Figure 4.18 (time per work-package kind, sequential, 10k simulations per move), "
+REFERENCE = ("Schaefers 2014, 4.3.3: Figure 4.18 (time per work-package kind, sequential, 10k simulations per move), "
              "Figure 4.19 (the same on 16(+4) CNs), Figure 4.20 (frequency of each kind) and Figure 4.21 (time per "
              "package, log scale); Gomorra on 19x19.")
 # trace kind -> the thesis's name for it
@@ -203,28 +203,28 @@ def outcome(cfg: Config, tables: dict):
                 _stacked(t, "sequential", work, "sequential: time per kind"),
                 quote("the total amount of time spend on average for the first move is about 9.5 seconds and about "
                       "5.2 seconds for move 300 ... the computation of the playouts makes up by far the largest portion "
-                      "of the overall computation time.", "seed 000, 4.3.3, Figure 4.18 (19x19, 10k simulations)"),
+                      "of the overall computation time.", "Schaefers 2014, 4.3.3, Figure 4.18 (19x19, 10k simulations)"),
                 f"Ours ({cfg.board}x{cfg.board}): {seq0:.2f} s per 10k simulations at move {m0}, {seq1:.2f} s at move "
                 f"{m1}; playouts take {play_seq:.0%} of the package time."),
         Section(f"Figure 4.19: time per work-package kind, parallel ({cfg.ranks}(+{cfg.bcast_ranks}) ranks)",
                 _stacked(t, "parallel", par_kinds, "parallel: time per kind"),
                 quote("We can observe an almost identical relative distribution of computation time among the work "
                       "packages as already seen with the sequential version ... these additional costs [BC update] are "
-                      "negligible when using 16(+4) CNs.", "seed 000, 4.3.3, Figure 4.19"),
+                      "negligible when using 16(+4) CNs.", "Schaefers 2014, 4.3.3, Figure 4.19"),
                 f"Ours: playouts take {play_par:.0%} of the package time in parallel ({play_seq:.0%} sequentially); "
                 f"applying shared-node updates (sync) {sync_par:.1%}."),
         Section("Figure 4.20: work packages per simulation, parallel",
                 _lines(t, "parallel", "per_sim", "packages per simulation", "packages / simulation"),
                 quote("the computation of heuristics required by PW and PB ... actually occurs rarely. About the same "
                       "is the case for playouts. In fact, most often we handle work related to the select and backup "
-                      "step.", "seed 000, 4.3.3, Figure 4.20"),
+                      "step.", "Schaefers 2014, 4.3.3, Figure 4.20"),
                 "Ours: most frequent kinds " + ", ".join(most) + "; " +
                 ", ".join(f"{k} {freq.get(k, 0):.2f}" for k in ("select", "expand", "playout", "update")) +
                 " per simulation."),
         Section("Figure 4.21: mean time per package, parallel (log scale)",
                 _lines(t, "parallel", "mean_s", "mean time per package", "seconds / package", log_y=True),
                 quote("not surprisingly, shows a very unbalanced distribution of processing times for single work "
-                      "packages.", "seed 000, 4.3.3, Figure 4.21"),
+                      "packages.", "Schaefers 2014, 4.3.3, Figure 4.21"),
                 f"Ours: a playout takes {ratio:.0f}x a select step on average."),
     ]
     def largest(mode: str) -> str:

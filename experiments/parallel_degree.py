@@ -1,4 +1,4 @@
-"""parallel-degree: seed 000 Figure 4.15, the strength lost to S_par simulations in flight at equal simulation
+"""parallel-degree: Schaefers 2014, Figure 4.15, the strength lost to S_par simulations in flight at equal simulation
 counts, in self-play on 9x9.
 
 For each simulations-per-move budget N and each degree S_par, the `inflight` searcher (engine/inflight.py:
@@ -28,7 +28,7 @@ from model.config import check
 
 QUESTION = ("How much playing strength do S_par simulations in flight lose against the sequential search at "
             "equal simulations per move, and does the loss shrink with more simulations per move?")
-REFERENCE = ("Seed 000, 4.3.2, Figure 4.15: Gomorra with 20 ... 1280 parallel simulations against Gomorra with "
+REFERENCE = ("Schaefers 2014, 4.3.2, Figure 4.15: Gomorra with 20 ... 1280 parallel simulations against Gomorra with "
              "10, at 1280 ... 81920 simulations per move, 1000 games per pairing, 19x19. Its data reach us as "
              "prose only.")
 
@@ -138,7 +138,7 @@ def outcome(cfg: Config, tables: dict):
               "likely an effect of Progressive Widening ... We can also see that, at the long end, the search "
               "quality impairing becomes less significant the more simulations are performed per move in relation "
               "to the number of simulations that are computed in parallel.",
-              "seed 000, 4.3.2, Figure 4.15 (reference S_par = 10; S_par 20 ... 1280; N 1280 ... 81920; 19x19)"),
+              "Schaefers 2014, 4.3.2, Figure 4.15 (reference S_par = 10; S_par 20 ... 1280; N 1280 ... 81920; 19x19)"),
         f"Ours: {cfg.board}x{cfg.board}, komi {cfg.komi:g}, {int(t.games.min())}-{int(t.games.max())} games per "
         f"point; whiskers are 95% Wilson intervals mapped to Elo (a point at +-800 means every game went one way).")]
     agreement, summary = _agreement(cfg, t)

@@ -1,4 +1,4 @@
-"""parameters: N_dup and N_sync (seed 000 Figures 4.22, 4.23), in the simulator and in the engine.
+"""parameters: N_dup and N_sync (Schaefers 2014, Figures 4.22, 4.23), in the simulator and in the engine.
 
 Simulator part (functional fidelity: model/'s treesplit roles run for real, so duplication, synchronisation
 and broadcast merging emerge): one run per value of N_dup (N_sync at its reference) and per value of N_sync_min
@@ -26,7 +26,7 @@ from model.config import check
 
 QUESTION = ("How do N_dup and N_sync (min, max = 2 min) change synchronisation traffic, hops per simulation, load "
             "imbalance and playing strength?")
-REFERENCE = ("Seed 000, 4.3.4: Figure 4.22 (strength vs N_dup, bell-shaped) and Figure 4.23 (strength vs N_sync_min "
+REFERENCE = ("Schaefers 2014, 4.3.4: Figure 4.22 (strength vs N_dup, bell-shaped) and Figure 4.23 (strength vs N_sync_min "
              "with N_sync_max = 2 N_sync_min), Gomorra on 32(+8) CNs against Pachi, 19x19; reference point "
              "N_dup = 8192, N_sync = 8/16, alpha = 0.02, O = 5.")
 SYNC_KINDS = ("SYNC", "DUP", "BCAST")
@@ -207,7 +207,7 @@ def outcome(cfg: Config, tables: dict):
                       "imbalances and thereby to reduced simulation rates. ... Although reducing N_dup decreases the "
                       "communication overhead for single simulations because less CN hops take place, the overhead for "
                       "synchronizing shared nodes statistics increases because more nodes are shared.",
-                      "seed 000, 4.3.1 and 4.3.4, Figure 4.22 (strength only)"),
+                      "Schaefers 2014, 4.3.1 and 4.3.4, Figure 4.22 (strength only)"),
                 f"Ours, {cfg.nodes}(+{int(lo.bcast_ranks) // 2}) CNs of the {cfg.profile} profile, {cfg.game}: from "
                 f"N_dup {lo.n_dup:g} to {hi.n_dup:g}, sync messages/sim {lo.sync_msgs_per_sim:.3f} to "
                 f"{hi.sync_msgs_per_sim:.3f}, hops/sim {lo.hops_per_sim:.2f} to {hi.hops_per_sim:.2f}, load imbalance "
@@ -223,7 +223,7 @@ def outcome(cfg: Config, tables: dict):
                 quote("We see that a reduction of the synchronization rate by increasing the value of N_sync_max leads "
                       "to reduced playing strength. ... Mind that network traffic increases when synchronizing more "
                       "frequently, i.e., for low values of N_sync_min and N_sync_max.",
-                      "seed 000, 4.3.4, Figure 4.23 (strength only)"),
+                      "Schaefers 2014, 4.3.4, Figure 4.23 (strength only)"),
                 f"Ours: from N_sync_min {slo.n_sync_min} to {shi.n_sync_min}, sync messages/sim "
                 f"{slo.sync_msgs_per_sim:.3f} to {shi.sync_msgs_per_sim:.3f}."),
     ]

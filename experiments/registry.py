@@ -37,7 +37,7 @@ EXPERIMENTS: dict[str, Entry] = {e.name: e for e in (
     Entry("parallel-degree", "How much strength do S_par simulations in parallel lose against sequential search "
           "at equal simulation counts (Figure 4.15)?", "experiments.parallel_degree"),
     Entry("algorithms", "How do root, leaf, tds, dfuct and treesplit compare by PPS, NPS and strength as nodes "
-          "grow, on LOA and Go (seed 001)?", "experiments.algorithms"),
+          "grow, on LOA and Go (Christoph 2020)?", "experiments.algorithms"),
     Entry("strength-scaling", "How does strength (against GNU Go 3.8 and in self-play) grow as ranks double, "
           "against the thesis's ~+700 Elo over 6 doublings?", "experiments.strength_scaling"),
     Entry("sim-validation", "How far are the simulator's predictions from engine measurements, for every "

@@ -1,4 +1,4 @@
-"""strength-scaling: playing strength as MPI ranks double (seed 000 Figures 4.7, 4.13/4.14), on real ranks.
+"""strength-scaling: playing strength as MPI ranks double (Schaefers 2014, Figures 4.7, 4.13/4.14), on real ranks.
 
 UCT-Treesplit (engine/mpi, one worker thread per rank, the default one broadcast rank per four search ranks)
 plays with a fixed time per move, so more ranks can only help through more simulations per move:
@@ -28,7 +28,7 @@ from model.config import check
 
 QUESTION = ("How does playing strength grow as MPI ranks double at a fixed time per move, against GNU Go 3.8 and "
             "in self-play, compared with the thesis's ~+700 Elo over 6 doublings?")
-REFERENCE = ("Seed 000, 4.3.2: Figure 4.7 (self-play, 1 ... 64(+16) CNs, reference 8(+2) CNs; 'the parallel version "
+REFERENCE = ("Schaefers 2014, 4.3.2: Figure 4.7 (self-play, 1 ... 64(+16) CNs, reference 8(+2) CNs; 'the parallel version "
              "improves by about 700 ELO from 6 doublings of the number of CNs'), Figures 4.13/4.14 (against FUEGO "
              "and Pachi: gains up to 32(+8) CNs, about 400 Elo against FUEGO), 19x19, 10 min per game.")
 THESIS_ELO_PER_DOUBLING = 700 / 6
@@ -185,7 +185,7 @@ def outcome(cfg: Config, tables: dict):
         Section("Figure 4.7: self-play strength as ranks double", column(f1, table_widget(shown, width=560)),
                 quote("the sequential version can improve by more than 1000 ELO from 6 doublings of the number of "
                       "simulations performed per move whereas the parallel version improves by about 700 ELO from 6 "
-                      "doublings of the number of CNs.", "seed 000, 4.3.2, Figure 4.7 (19x19, 10 min per game, "
+                      "doublings of the number of CNs.", "Schaefers 2014, 4.3.2, Figure 4.7 (19x19, 10 min per game, "
                       "reference 8(+2) CNs)"),
                 f"Ours: {cfg.board}x{cfg.board}, {cfg.seconds:g} s per move, {cfg.algo} with {cfg.threads} worker "
                 f"thread(s) per rank; a point at +-{ELO_CAP:.0f} means every game went one way."),
@@ -193,7 +193,7 @@ def outcome(cfg: Config, tables: dict):
                 quote("Also against FUEGO we measured a significant improvement in playing strength when using more "
                       "CNs for up to 32(+8) CNs. However, gaining about 400 Elo, the improvement is considerably less "
                       "than in self-play where we achieved more than 700 Elo (see Figure 4.7).",
-                      "seed 000, 4.3.2, Figures 4.13 (FUEGO) and 4.14 (Pachi)"),
+                      "Schaefers 2014, 4.3.2, Figures 4.13 (FUEGO) and 4.14 (Pachi)"),
                 f"Ours: {cfg.opponent}."),
     ]
     agreement, summary = _agreement(cfg, g, s)

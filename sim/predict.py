@@ -1,7 +1,7 @@
 """The scaling curve: one simulated run per node count, with speedup and efficiency against the smallest.
 
 Efficiency is the simulation rate per search node relative to the smallest configuration's
-(rate_N / N) / (rate_N0 / N0), the measure of seed 000 Figure 4.8's "scales uniformly".
+(rate_N / N) / (rate_N0 / N0), the measure behind "scales uniformly" in Schaefers 2014, Figure 4.8.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ A profile is a TOML file with these tables (sim/profiles/oculus.toml is a commen
                 eager_threshold (bytes; larger messages take a rendezvous round trip first),
                 shm_latency, shm_gap_per_byte (ranks on the same node)
     [io]        the IO core's loop: poll_base + poll_per_peer * peers per iteration (MPI_Testsome polls a
-                buffer per peer, seed 000 4.3.2), per_message (dispatch/collect one message), per_byte;
+                buffer per peer, Schaefers 2014, 4.3.2), per_message (dispatch/collect one message), per_byte;
                 optional: per_package (the role's bookkeeping for one finished package, on the core that
                 finishes it, not counted as busy), inline_slice (no workers: run packages at most this
                 long between two polls; 0 = until the queue is empty), idle_nap (an idle IO core polls
@@ -103,7 +103,7 @@ class IOSpec:
     stats_per_byte: float   # s/byte: taking in shared-node statistics (DUP/SYNC/BCAST/MERGE) on the IO core
     handles_completions: bool = False  # finished packages go back through the IO core (the roles'
     #                                    on_work_done runs there); False: the worker carries on with the
-    #                                    simulation itself (Gomorra, seed 000 4.2.4; the engine since roles'
+    #                                    simulation itself (Gomorra, Schaefers 2014, 4.2.4; the engine since roles'
     #                                    callbacks run on whichever thread holds the rank's lock)
     per_package: float = 0.0   # s: role bookkeeping per finished package (the engine's Python callback)
     inline_slice: float = 0.0  # s: without workers, run packages this long between polls (0: until empty)
