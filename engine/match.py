@@ -28,6 +28,7 @@ from model.errors import UserError
 from model.stats import match_stats
 
 from engine.gtp import resume
+from engine.results import write_json
 from engine.gtp_client import GtpDied, GtpEndpoint, GtpProcess, GtpReply, GtpTimeout
 
 BLACK, WHITE = 0, 1
@@ -458,7 +459,6 @@ def run_match(cfg: MatchConfig, make_engine: Callable[[], GtpEndpoint], out: Pat
     results.sort(key=lambda r: r.index)
     summary = summarize(cfg, results, engine_info)
     if out is not None:
-        from model.results import write_json
 
         write_json("summary", summary, directory=out)
     return summary

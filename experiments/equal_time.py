@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from engine.results import write_csv, write_json
 from model.errors import UserError
 from model.results import add_output_flags, output_dir
 
@@ -89,7 +90,6 @@ def summarize(runs: list[tuple[str, str, list[Path]]], name: str, question: str,
               directory: Path | None = None) -> dict:
     """runs: (label, conditions, games.csv files). Writes <name>.json and <name>-<k>.csv to `directory` (None:
     nowhere); returns the summary."""
-    from model.results import write_csv, write_json
     from model.stats import match_stats
 
     out = {"question": question, "runs": []}

@@ -24,8 +24,9 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+from engine.results import write_csv, write_json
 from model.errors import UserError
-from model.results import add_output_flags
+from model.results import add_output_flags, output_dir
 
 AGENT_NAMES = ("pu-mc", "pu-ef", "fpu-mc", "fpu-ef")
 
@@ -143,7 +144,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(a: argparse.Namespace) -> int:
     from model.loa.policy import AGENTS
-    from model.results import output_dir, write_csv, write_json
 
     directory = output_dir(a)
     agents = [x.strip() for x in a.agents.split(",") if x.strip()]

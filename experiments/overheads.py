@@ -79,7 +79,7 @@ def gnugo_record(command: str, board: int, komi: float, n: int) -> list[str]:
 
 def package_table(trace_dir: Path) -> pd.DataFrame:
     """Per kind: packages, total and mean seconds (from packages.parquet; sampled traces scaled up)."""
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
 
     tr = read_trace(trace_dir)
     p = tr.packages

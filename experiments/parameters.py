@@ -73,7 +73,7 @@ class Config:
 
 
 def sim_point(cfg: Config, params: dict, tmp: Path) -> dict:
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
     from sim.simulate import SimConfig, simulate
 
     trace = tmp / "trace"

@@ -2,7 +2,7 @@
 we agree. One HTML file, no server needed; Bokeh's JavaScript comes from its CDN (a report of ~50 KB
 instead of ~2 MB in git), or inlined with `inline=True` (`--inline`) for reading offline.
 
-The seeds' figures reach us as captions and prose, not data, so the reference side of a section is what the
+The source documents' figures reach us as captions and prose, not data, so the reference side of a section is what the
 seed states (numbers quoted from its text, or a table it prints) unless the module draws it.
 """
 

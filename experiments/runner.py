@@ -23,9 +23,10 @@ from typing import Any
 
 import pandas as pd
 
-from model.config import from_dict, parse_overrides, read_toml
+from engine.config_files import read_toml
+from engine.results import write_json
+from model.config import from_dict, parse_overrides
 from model.errors import ConfigError
-from model.results import write_json
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from engine.results import stamp as machine_stamp
 from experiments.runner import kept
 from model.config import check
 
@@ -59,7 +60,6 @@ def git_commit() -> str:
 
 def history_row(res: dict, cfg: Config) -> dict:
     from experiments.validate import within_spread
-    from model.results import stamp as machine_stamp
 
     stamp = machine_stamp()
     rows = res["rows"]

@@ -22,8 +22,9 @@ import sys
 import threading
 
 from engine.benchmarks.parallel import prepared_searcher
+from engine.results import write_json
 from model.errors import UserError
-from model.results import add_output_flags, output_dir, write_json
+from model.results import add_output_flags, output_dir
 
 
 def one_round(board: int, threads: int, seconds: float) -> dict[str, float]:

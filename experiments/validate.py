@@ -26,7 +26,7 @@ Which profile:
   What sharing one tree costs its threads (NodeSpec.tree_share) is measured once at the start, on 9x9: `tree`
   against as many independent sequential searches at once (experiments/tree_sharing.py); 19x19 checks it.
 
-Figures (DESIGN.md "Metrics"): sims/s, messages/sim, bytes/sim, hops/sim, worker busy fraction. A relative
+Figures (docs/ARCHITECTURE.md, "Metrics"): sims/s, messages/sim, bytes/sim, hops/sim, worker busy fraction. A relative
 error is (predicted - measured) / measured; None where the figure does not apply (0 measured and predicted,
 or sequential/tree's message figures).
 """
@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.machine import machine_description
+from engine.results import write_csv, write_json
 from model.algorithms import DISTRIBUTED
 from model.errors import UserError
 
@@ -285,7 +287,7 @@ class ValidateConfig:
 
 def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)
              ) -> dict[str, Any]:
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
     from sim.calibrate import calibrate, probe_factor, run_pingpong
     from sim.profile import load_profile
 
@@ -433,7 +435,6 @@ def _loadavg() -> tuple[float, ...]:
 
 
 def save(result: dict[str, Any], name: str, directory: Path) -> tuple[Path, Path]:
-    from model.results import write_csv, write_json
 
     return write_json(name, result, directory), write_csv(name, result["rows"], directory)
 
@@ -542,7 +543,7 @@ def validate_traces(cfg: TraceValidateConfig,
     (b) on the base trace only ("predict"), and compare with what the run measured."""
     import json
 
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
     from sim.calibrate import calibrate, fused
     from sim.profile import load_profile
 
@@ -596,7 +597,7 @@ def validate_traces(cfg: TraceValidateConfig,
                 f"{pred['sims_per_s']:8.0f} ({100 * err:+.0f}%)  ({time.monotonic() - t0:.0f} s)")
     w, where = worst(rows)
     machines = sorted({r.machine for r in runs})
-    return {"mode": "traces", "machine": "; ".join(machines), "analysed_on": _this_machine(),
+    return {"mode": "traces", "machine": "; ".join(machines), "analysed_on": machine_description(),
             "traces": [str(r.path) for r in runs], "base": base_run.name if base_run else None,
             "network": f"{net.name} profile ({net.path or 'shipped'}): no ping-pong was measured with the traces",
             "profiles": {k: v.source for k, v in own.items()} | (
@@ -604,8 +605,3 @@ def validate_traces(cfg: TraceValidateConfig,
             "goal": GOAL, "worst_error": w, "worst_at": where, "wall_s": time.monotonic() - t_start,
             "rows": rows}
 
-
-def _this_machine() -> str:
-    from model.trace import machine_description
-
-    return machine_description()

@@ -28,7 +28,7 @@ import numpy as np
 
 from model.errors import TraceError, UserError
 from model.game import game_title
-from model.trace import Trace, read_trace
+from engine.trace_files import Trace, read_trace
 from sim.distributions import fit_distribution
 from sim.profile import COST_KINDS, SIM_KINDS, NetworkSpec, NodeSpec, Profile
 from sim.workload import fit_workload

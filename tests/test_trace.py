@@ -3,7 +3,9 @@ import json
 import pytest
 
 from model.errors import TraceError
-from model.trace import Meta, TraceWriter, finalize, read_trace
+import engine.trace_files as trace_files
+from engine.trace_files import TraceWriter, finalize, read_trace
+from model.trace import Meta
 
 
 def _write_parts(d, ranks=2, n=5):
@@ -51,9 +53,7 @@ def test_truncated_parquet_is_a_trace_error(tmp_path):
 
 
 def test_a_killed_writer_leaves_its_finished_segments(tmp_path, monkeypatch):
-    import model.trace as trace
-
-    monkeypatch.setattr(trace, "SEGMENT_EVERY", 0.0)  # every extend reaches the disk
+    monkeypatch.setattr(trace_files, "SEGMENT_EVERY", 0.0)  # every extend reaches the disk
     w = TraceWriter(tmp_path, Meta(runtime="engine", algo="treesplit"), part="rank0", flush_rows=1 << 20)
     for i in range(3):
         w.extend("packages", {"t_start": [i + 0.0], "t_end": [i + 0.5], "rank": [0], "worker": [0],

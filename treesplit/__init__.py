@@ -1,3 +1,5 @@
 """treesplit: a study platform for distributed Monte-Carlo Tree Search."""
 
-__version__ = "0.1.0"
+from model.version import package_version
+
+__version__ = package_version()  # said once, in pyproject.toml

@@ -11,7 +11,7 @@ from bokeh.layouts import column, row
 from bokeh.models import Div, HelpTool, TabPanel, Tabs
 from bokeh.resources import INLINE
 
-from model.trace import read_trace
+from engine.trace_files import read_trace
 from viz.rundata import RunData, trace_labels
 from viz.views import VIEWS
 

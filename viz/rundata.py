@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from model import game as games
-from model.trace import MESSAGE_KINDS, Trace
+from engine.trace_files import Trace
+from model.trace import MESSAGE_KINDS
 from viz.intervals import busy_per_bin, nice_step, open_at
 
 MAX_BINS = 300

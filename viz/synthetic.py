@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from model.trace import Meta, TraceWriter
+from engine.trace_files import TraceWriter
+from model.trace import Meta
 from viz.intervals import busy_integral
 
 _PKG_MEAN_S = {"select": 20e-6, "expand": 40e-6, "playout": 300e-6, "update": 10e-6, "bcast": 15e-6}

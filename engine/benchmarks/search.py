@@ -23,7 +23,7 @@ import json
 import statistics
 import time
 
-from model.results import add_output_flags
+from model.results import add_output_flags, output_dir
 
 DEFAULT_SIMS = {9: 20000, 13: 8000, 19: 4000}
 
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from model import game, tt
     from model.config import parse_overrides
     from model.errors import UserError
-    from model.results import output_dir, write_json
+    from engine.results import write_json  # pandas and pyarrow: imported when it runs, so `treesplit --help` stays fast
     from model.rng import new_rng
 
     if args.repeats < 1 or args.threads < 1:

@@ -206,7 +206,8 @@ def mark_trace(directory: str | Path, failure: Failure) -> dict | None:
     and merge the parts the ranks left. Returns the failure as written, or None if there is no trace
     (rank 0 never wrote meta.json)."""
     from model.errors import TraceError
-    from model.trace import TABLES, finalize, read_meta, read_table, write_meta
+    from engine.trace_files import finalize, read_meta, read_table, write_meta
+    from model.trace import TABLES
 
     d = Path(directory)
     try:

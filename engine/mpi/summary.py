@@ -1,4 +1,4 @@
-"""The figures of a distributed search (DESIGN.md "Metrics"), from the REPORTs every rank sends rank 0."""
+"""The figures of a distributed search (docs/ARCHITECTURE.md, "Metrics"), from the REPORTs every rank sends rank 0."""
 
 from __future__ import annotations
 

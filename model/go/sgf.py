@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from sgfmill import sgf, sgf_moves
 
 from model.errors import ConfigError, UserError
+from model.version import package_version
 
 if TYPE_CHECKING:
     from model.go.game import GoGame
@@ -14,21 +15,12 @@ if TYPE_CHECKING:
 _COLOUR = {0: "b", 1: "w"}
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("treesplit")
-    except PackageNotFoundError:
-        return "dev"
-
-
 def game_to_sgf(game: "GoGame") -> bytes:
     """The game as SGF (FF[4]), with RE once both players have passed (Tromp-Taylor, all stones alive)."""
     out = sgf.Sgf_game(size=game.size)
     root = out.get_root()
     root.set("KM", game.komi)
-    root.set("AP", ("treesplit", _version()))
+    root.set("AP", ("treesplit", package_version()))
     n = game.size
 
     def rc(a: int) -> tuple[int, int]:

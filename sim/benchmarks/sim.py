@@ -23,7 +23,7 @@ import json
 import statistics
 import time
 
-from model.results import add_output_flags
+from model.results import add_output_flags, output_dir
 
 # simulated seconds measured per node count (after a warm-up of 20 % of it)
 SPANS = {"functional": {1: 0.05, 8: 0.02, 32: 0.01, 128: 0.008},
@@ -69,7 +69,7 @@ def _where(n: int, bcast: int) -> str:
 def main(args) -> int:
     from model.errors import UserError
     from model.algorithms import DISTRIBUTED as ALGORITHMS
-    from model.results import output_dir, write_json
+    from engine.results import write_json  # pandas and pyarrow: imported when it runs, so `treesplit --help` stays fast
     from sim.commands.simulate import parse_nodes
     from sim.statistical import ALGOS as STAT_ALGOS
 

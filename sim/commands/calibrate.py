@@ -36,7 +36,7 @@ def main(args) -> int:
     from pathlib import Path
 
     from model.errors import UserError
-    from model.trace import read_meta
+    from engine.trace_files import read_meta
     from sim.calibrate import calibrate, run_pingpong
     from sim.profile import load_profile
 

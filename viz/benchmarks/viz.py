@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from model.results import add_output_flags
+from model.results import add_output_flags, output_dir
 
 
 def register(kinds) -> None:
@@ -47,7 +47,7 @@ def _serialise(models) -> None:
 
 
 def time_open(trace_dir: Path) -> dict[str, float]:
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
     from viz.rundata import RunData
     from viz.views import VIEWS
 
@@ -69,7 +69,7 @@ def time_open(trace_dir: Path) -> dict[str, float]:
 
 
 def time_tree(trace_dir: Path) -> dict[str, float]:
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
     from viz.rundata import RunData
     from viz.views import TreeShape
 
@@ -89,7 +89,7 @@ def browser_tree_render(trace_dir: Path, out_dir: Path, repeat: int) -> list[flo
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
     from viz.rundata import RunData
     from viz.views import TreeShape
 
@@ -123,7 +123,7 @@ check();""")
 def run(args) -> int:
     import json
 
-    from model.results import output_dir, write_json
+    from engine.results import write_json  # pandas and pyarrow: imported when it runs, so `treesplit --help` stays fast
     from viz.synthetic import SyntheticSpec, write_synthetic_trace
 
     directory = output_dir(args)

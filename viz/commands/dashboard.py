@@ -52,7 +52,7 @@ def parse_hostport(text: str) -> tuple[str, int]:
 def run(args) -> int:
     import signal
 
-    from model.trace import read_meta, read_trace
+    from engine.trace_files import read_meta, read_trace
 
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port {args.port}: must be 0..65535")

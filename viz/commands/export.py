@@ -33,7 +33,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from model.trace import read_meta, read_trace
+    from engine.trace_files import read_meta, read_trace
 
     read_meta(args.trace)  # a bad directory stops here with one clear message
     out = args.out or args.trace.parent / (args.trace.resolve().name + SUFFIX[args.format])
