@@ -17,6 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from engine.inflight import InFlightConfig, InFlightSearcher
+from engine.sequential import SearchConfig, SequentialSearcher
+from engine.tree_parallel import TreeSearcher
 from model import algorithms as table
 from model.config import from_dict, with_overrides
 from model.errors import UserError
@@ -72,10 +75,6 @@ def make_searcher(name: str, config) -> Any:
 
 
 def _builtin() -> None:
-    from engine.inflight import InFlightConfig, InFlightSearcher
-    from engine.sequential import SearchConfig, SequentialSearcher
-    from engine.tree_parallel import TreeSearcher
-
     for name, config_cls, searcher in (("sequential", SearchConfig, SequentialSearcher),
                                        ("tree", SearchConfig, TreeSearcher),
                                        ("inflight", InFlightConfig, InFlightSearcher)):

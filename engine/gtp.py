@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from model.errors import UserError
+from model.go.game import GoGame
 from model.stats import wilson_interval
 
 BLACK, WHITE = 0, 1
@@ -479,7 +480,6 @@ class GtpEngine:
             data = Path(args[0]).read_bytes()
         except OSError:
             raise GtpError("cannot load file") from None
-        from model.go.game import GoGame
 
         try:
             game = GoGame.from_sgf(data)

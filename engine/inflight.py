@@ -23,6 +23,8 @@ from engine.sequential import Position, SearchConfig, SequentialSearcher
 from engine.timecontrol import Budget
 from model import uct
 from model.config import check
+from model.roles import Layout, Setup, make_role
+from model.roles.loopback import Loopback
 
 CHUNK_SECONDS = 0.05  # a timed search looks at the clock about this often (each look drains the pipeline)
 
@@ -44,9 +46,6 @@ class InFlightSearcher(SequentialSearcher):
         super().__init__(config, **kw)
 
     def _loopback(self, pos: Position, sims: int, counters: np.ndarray) -> int:
-        from model.roles import Layout, Setup, make_role
-        from model.roles.loopback import Loopback
-
         cfg = self.config
         uct_params = {k: v for k, v in cfg.uct_params().as_dict().items()}
         params = {**uct_params, "overload": cfg.s_par, "fuse": False}

@@ -23,13 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from sgfmill import sgf
+from tqdm import tqdm
+
+from engine.gtp import resume
+from engine.gtp_client import GtpDied, GtpEndpoint, GtpProcess, GtpReply, GtpTimeout
+from engine.results import write_json
 from model.config import check
 from model.errors import UserError
 from model.stats import match_stats
-
-from engine.gtp import resume
-from engine.results import write_json
-from engine.gtp_client import GtpDied, GtpEndpoint, GtpProcess, GtpReply, GtpTimeout
 
 BLACK, WHITE = 0, 1
 COLOR_ARG = ("b", "w")
@@ -301,7 +303,6 @@ def play_one(cfg: MatchConfig, index: int, ours: GtpEndpoint, out: Path | None,
 
 def annotate_sgf(data: bytes, black: str, white: str, result: str, comment: str) -> bytes:
     """Add player names, the referee's result and how the game ended to an SGF record."""
-    from sgfmill import sgf
 
     game = sgf.Sgf_game.from_bytes(data)
     root = game.get_root()
@@ -411,7 +412,6 @@ def run_match(cfg: MatchConfig, make_engine: Callable[[], GtpEndpoint], out: Pat
     `make_opponent()` when given: an in-process opponent (self-play without a process start per game);
     cfg.opponent then only labels it.
     """
-    from tqdm import tqdm
 
     cfg.validate()
     if out is not None:

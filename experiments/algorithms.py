@@ -29,13 +29,28 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bokeh.layouts import column, row
+from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
 
+from engine import algorithms
+from engine.mpi import DistributedConfig, run_distributed
+from engine.player import PlayerConfig
+from engine.sequential import Position
+from engine.timecontrol import Budget
+from experiments.games import play, play_loa
+from experiments.report import Outcome, Section, figure, quote, table_widget
 from experiments.runner import kept
-from model.config import check
+from model.config import check, from_dict
+from model.game import make_game
+from model.results import REFERENCE_DIR
+from sim.profile import load_profile, profile_from_dict
+from sim.simulate import SimConfig, simulate
 
 QUESTION = ("How do root, leaf, tds, dfuct and treesplit compare by playouts per second (PPS) and nodes per second "
             "(NPS) as compute grows, on Lines of Action and on Go: measured on real ranks here and on 16 cores, "
@@ -94,8 +109,6 @@ def _game_args(cfg: Config, game: str) -> dict:
 
 
 def measure_mpi(cfg: Config, game: str, algo: str, ranks: int) -> dict:
-    from engine.mpi import DistributedConfig, run_distributed
-
     dc = DistributedConfig(algo=algo, ranks=ranks, bcast_ranks=None if algo == "treesplit" else 0, threads=1,
                            seconds=cfg.seconds, seed=cfg.seed, **_game_args(cfg, game))
     res = run_distributed(dc, timeout=cfg.timeout)
@@ -104,11 +117,6 @@ def measure_mpi(cfg: Config, game: str, algo: str, ranks: int) -> dict:
 
 
 def measure_sequential(cfg: Config, game: str) -> dict:
-    from engine import algorithms
-    from engine.sequential import Position
-    from engine.timecontrol import Budget
-    from model.game import make_game
-
     a = _game_args(cfg, game)
     g, s = make_game(game, size=a["board"], komi=7.0, **a["game_params"])
     searcher = algorithms.make_searcher("sequential", algorithms.make_config("sequential", {}, seed=cfg.seed))
@@ -122,7 +130,6 @@ def measure_sequential(cfg: Config, game: str) -> dict:
 
 def bench_16core() -> pd.DataFrame:
     """The 16-core Xeon's measured points (Go 19x19, random playouts) from the kept benchmark files."""
-    from model.results import REFERENCE_DIR
 
     rows = []
     for name in BENCH_16:
@@ -144,7 +151,6 @@ def bench_16core() -> pd.DataFrame:
 
 def _playout_scale(game: str) -> float:
     """LOA's playout cost relative to Go 9x9's, from the playout benchmarks (1.0 for Go)."""
-    from model.results import REFERENCE_DIR
 
     if game == "go":
         return 1.0
@@ -153,9 +159,6 @@ def _playout_scale(game: str) -> float:
 
 
 def predict(cfg: Config, game: str, algo: str, on_point=None) -> list[dict]:
-    from sim.profile import load_profile, profile_from_dict
-    from sim.simulate import SimConfig, simulate
-
     base = load_profile(cfg.profile)
     scale = _playout_scale(game)
     data = base.to_toml()
@@ -219,13 +222,6 @@ def measure_strength(cfg: Config, out: Path, kept_rows: pd.DataFrame | None = No
     """Each algorithm on cfg.strength_ranks ranks against the sequential search, equal seconds per move, on
     each game of cfg.strength_on; `kept_rows` (an earlier run's rows of other games) stay in the table. The
     table is written after each algorithm, so a run cut short keeps the algorithms it finished."""
-    import shutil
-    import tempfile
-
-    from engine.player import PlayerConfig
-    from experiments.games import play, play_loa
-    from model.config import from_dict
-
     def player(game: str, algo: str, ranks: int | None, seed: int) -> PlayerConfig:
         # Go: each algorithm's own RAVE default (df-UCT's ranks merge no AMAF data, so it plays without); LOA: none
         return from_dict(PlayerConfig, {"algo": algo, "seconds": cfg.strength_seconds, "ranks": ranks,
@@ -280,10 +276,6 @@ COLORS = {"root": "#1f77b4", "leaf": "#ff7f0e", "tds": "#2ca02c", "dfuct": "#946
 
 
 def _chart(title: str, metric: str, game_label: str, frames: list[tuple[str, pd.DataFrame]]):
-    from bokeh.models import ColumnDataSource, HoverTool
-
-    from experiments.report import figure
-
     f = figure(title, "worker cores", metric.upper() + " (per second)",
                f"{metric.upper()} against worker cores, {game_label}: lines = simulator on Christoph 2020's cluster "
                "(11 workers per CN), filled circles = measured here, squares = measured on a 16-core Xeon "
@@ -310,10 +302,6 @@ def _chart(title: str, metric: str, game_label: str, frames: list[tuple[str, pd.
 
 
 def outcome(cfg: Config, tables: dict):
-    from bokeh.layouts import column, row
-
-    from experiments.report import Outcome, Section, quote, table_widget
-
     m, b16, p = tables["measured"], tables["bench16"], tables["predicted"]
     sections = []
     for game in cfg.games:
@@ -374,10 +362,6 @@ def outcome(cfg: Config, tables: dict):
 
 
 def _strength_chart(st: pd.DataFrame, game: str):
-    from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
-
-    from experiments.report import figure
-
     d = st.copy()
     d["color"] = [COLORS.get(a, "gray") for a in d.algo]
     src = ColumnDataSource(d)

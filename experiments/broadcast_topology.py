@@ -20,9 +20,19 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, Div, HoverTool, Label
+from bokeh.palettes import Category10
 
+from experiments.report import Outcome, Section, figure, quote, table_widget
 from experiments.runner import kept
 from model.config import check
+from model.roles.base import Actions, Layout, Role
+from model.roles.broadcast import TreesplitBroadcast
+from model.roles.loopback import Loopback
+from model.roles.messages import BCAST, Message, NODE_ROW, STAT, SYNC, Stats
+from model.roles.params import TreesplitParams
+from model.topology import Topology
 
 QUESTION = ("Which m-connected k-ary n-cube does eq. 4.8/4.9 choose for each number of broadcast ranks, and does "
             "every origin's broadcast reach every broadcast and search rank exactly once within n(k-1)+1 hops?")
@@ -56,13 +66,6 @@ class Config:
 def verify_with_roles(B: int, L: int, seed: int = 0) -> dict:
     """Run one broadcast per origin through the real broadcast roles; return what was observed per origin:
     {'hops': {origin: {bcast index: hops}}, 'tree_edges': {origin: [(src, dst, hop)]}, 'ok': bool, 'why': str}."""
-    from model.roles.base import Actions, Layout, Role
-    from model.roles.broadcast import TreesplitBroadcast
-    from model.roles.loopback import Loopback
-    from model.roles.messages import BCAST, NODE_ROW, STAT, SYNC, Message, Stats
-    from model.roles.params import TreesplitParams
-    from model.topology import Topology
-
     M = 4 * B
     lay = Layout(M, B, peers=L)
     senders = {lay.clients(M + b)[0]: b for b in range(B)}
@@ -132,8 +135,6 @@ def verify_with_roles(B: int, L: int, seed: int = 0) -> dict:
 
 
 def sweep_topologies(max_b: int, peers: list[int]) -> pd.DataFrame:
-    from model.topology import Topology
-
     rows = []
     for L in peers:
         for B in range(1, max_b + 1):
@@ -153,12 +154,6 @@ def sweep_topologies(max_b: int, peers: list[int]) -> pd.DataFrame:
 
 
 def _figure_4_5(B: int, L: int, origin: int, check_run: dict):
-    from bokeh.models import ColumnDataSource, HoverTool, Label
-    from bokeh.palettes import Category10
-
-    from experiments.report import figure
-    from model.topology import Topology
-
     t = Topology(B, L)
     side = int(np.ceil(np.sqrt(t.m)))
     span = t.k + 1.2
@@ -203,8 +198,6 @@ def _figure_4_5(B: int, L: int, origin: int, check_run: dict):
 
 
 def run(cfg: Config, out: Path):
-    from model.topology import Topology
-
     rows = []
     for B in cfg.bcast_ranks:
         t = Topology(B, cfg.peers)
@@ -233,10 +226,6 @@ def run(cfg: Config, out: Path):
 
 def outcome(cfg: Config, tables: dict, fig_chk: dict | None = None):
     """The report from the tables; the drawn broadcast tree of Figure 4.5 is rerun when not given (ms)."""
-    from bokeh.layouts import column
-
-    from experiments.report import Outcome, Section, figure, quote, table_widget
-    from model.topology import Topology
 
     table, sweep, fig_hops = tables["table_4_1"], tables["sweep"], tables["figure_4_5_hops"]
     if fig_chk is None:
@@ -293,6 +282,4 @@ def outcome(cfg: Config, tables: dict, fig_chk: dict | None = None):
 
 
 def _div(text: str):
-    from bokeh.models import Div
-
     return Div(text=text, width=520)

@@ -30,6 +30,7 @@ import pandas as pd
 from engine.results import write_csv, write_json
 from model.errors import UserError
 from model.results import add_output_flags, output_dir
+from model.stats import match_stats
 
 ALGO_ARGS = {"tree": ["--algo", "tree", "--threads", "2"],
              "treesplit": ["--algo", "treesplit", "--ranks", "2", "--threads", "1"],
@@ -90,7 +91,6 @@ def summarize(runs: list[tuple[str, str, list[Path]]], name: str, question: str,
               directory: Path | None = None) -> dict:
     """runs: (label, conditions, games.csv files). Writes <name>.json and <name>-<k>.csv to `directory` (None:
     nowhere); returns the summary."""
-    from model.stats import match_stats
 
     out = {"question": question, "runs": []}
     for k, (label, conditions, csvs) in enumerate(runs):

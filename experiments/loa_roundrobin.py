@@ -26,7 +26,11 @@ from concurrent.futures import ProcessPoolExecutor
 
 from engine.results import write_csv, write_json
 from model.errors import UserError
+from model.loa.board import make_params
+from model.loa.game import LoaGame
+from model.loa.policy import AGENTS, Agent
 from model.results import add_output_flags, output_dir
+from model.stats import match_stats
 
 AGENT_NAMES = ("pu-mc", "pu-ef", "fpu-mc", "fpu-ef")
 
@@ -41,10 +45,6 @@ def table_slots(sims: int) -> int:
 
 def play_game(black: str, white: str, sims: int, seed: int, max_plies: int = 300) -> dict:
     """One game between two Table 5.1 agents; returns its record (result from Black's view: 1, -1, 0)."""
-    from model.loa.board import make_params
-    from model.loa.game import LoaGame
-    from model.loa.policy import AGENTS, Agent
-
     names = (black, white)
     agents = [Agent(AGENTS[n], tt_slots=table_slots(sims), seed=seed * 2 + i) for i, n in enumerate(names)]
     params = [make_params("random", AGENTS[n].knowledge) for n in names]
@@ -72,7 +72,6 @@ def schedule(agents: list[str], games: int) -> list[tuple[str, str, int]]:
 
 def summarize(agents: list[str], records: list[dict]) -> dict:
     """Table 5.2's cells (times the row agent beat the column agent), draws, and per-pair statistics."""
-    from model.stats import match_stats
 
     wins = {a: {b: 0 for b in agents if b != a} for a in agents}
     draws = {a: {b: 0 for b in agents if b != a} for a in agents}
@@ -143,8 +142,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(a: argparse.Namespace) -> int:
-    from model.loa.policy import AGENTS
-
     directory = output_dir(a)
     agents = [x.strip() for x in a.agents.split(",") if x.strip()]
     if len(agents) < 2 or len(set(agents)) != len(agents) or any(x not in AGENTS for x in agents):

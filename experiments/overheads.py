@@ -17,9 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.palettes import Category10
 
+from engine.gtp_client import GtpProcess
+from engine.mpi.config import DistributedConfig
+from engine.mpi.launch import run_distributed
+from engine.trace_files import read_trace
+from experiments.report import Outcome, Section, figure, quote
 from experiments.runner import kept
 from model.config import check
+from model.go.coords import vertex_to_action
 
 QUESTION = ("How is computation time split among the work-package kinds, how often does each kind occur and how "
             "long does one package take, sequentially and in parallel, across a game?")
@@ -62,7 +70,6 @@ class Config:
 
 def gnugo_record(command: str, board: int, komi: float, n: int) -> list[str]:
     """GNU Go plays itself for n moves (fewer if the game ends): the vertices played."""
-    from engine.gtp_client import GtpProcess
 
     moves: list[str] = []
     with GtpProcess(command, name="gnugo") as g:
@@ -79,7 +86,6 @@ def gnugo_record(command: str, board: int, komi: float, n: int) -> list[str]:
 
 def package_table(trace_dir: Path) -> pd.DataFrame:
     """Per kind: packages, total and mean seconds (from packages.parquet; sampled traces scaled up)."""
-    from engine.trace_files import read_trace
 
     tr = read_trace(trace_dir)
     p = tr.packages
@@ -94,9 +100,6 @@ def package_table(trace_dir: Path) -> pd.DataFrame:
 
 
 def _one(cfg: Config, actions: list[int], mode: str, trace: Path) -> dict:
-    from engine.mpi.config import DistributedConfig
-    from engine.mpi.launch import run_distributed
-
     ranks, bc = (1, 0) if mode == "sequential" else (cfg.ranks, cfg.bcast_ranks)
     dc = DistributedConfig(algo="treesplit", game="go", board=cfg.board, komi=cfg.komi, moves=actions, ranks=ranks,
                            bcast_ranks=bc, threads=1, sims=cfg.sims, seed=cfg.seed, trace=str(trace),
@@ -105,8 +108,6 @@ def _one(cfg: Config, actions: list[int], mode: str, trace: Path) -> dict:
 
 
 def run(cfg: Config, out: Path):
-    from model.go.coords import vertex_to_action
-
     record = list(cfg.record) or gnugo_record(cfg.gnugo, cfg.board, cfg.komi, max(cfg.moves))
     moves = [m for m in cfg.moves if m <= len(record)]
     if not moves:
@@ -136,10 +137,6 @@ def run(cfg: Config, out: Path):
 
 
 def _stacked(t: pd.DataFrame, mode: str, kinds: list[str], title: str):
-    from bokeh.palettes import Category10
-
-    from experiments.report import figure
-
     d = t[t["mode"] == mode].pivot(index="move", columns="kind", values="seconds_per_10k_sims").fillna(0.0)
     d = d[[k for k in kinds if k in d.columns]].reset_index()
     f = figure(title, "move number", "seconds per 10k simulations (stacked)",
@@ -153,11 +150,6 @@ def _stacked(t: pd.DataFrame, mode: str, kinds: list[str], title: str):
 
 
 def _lines(t: pd.DataFrame, mode: str, col: str, title: str, y_label: str, log_y: bool = False):
-    from bokeh.models import ColumnDataSource, HoverTool
-    from bokeh.palettes import Category10
-
-    from experiments.report import figure
-
     f = figure(title, "move number", y_label, title, y_axis_type="log" if log_y else "linear")
     rs = []
     for k in KINDS:
@@ -176,7 +168,6 @@ def _lines(t: pd.DataFrame, mode: str, col: str, title: str, y_label: str, log_y
 
 def outcome(cfg: Config, tables: dict):
     t, game = tables["overheads"], tables["game"]
-    from experiments.report import Outcome, Section, quote
 
     work = ["select", "expand", "playout", "update"]
     par_kinds = ["select", "expand", "playout", "update", "sync", "bcast"]

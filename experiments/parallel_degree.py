@@ -15,16 +15,28 @@ ratio N / S_par spans a similar range (2 ... 512 against the thesis's 1 ... 8192
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
+from bokeh.palettes import Category10
 
-from experiments.runner import kept
-from model.config import check
+from engine.player import PlayerConfig
+from experiments.games import play
+from experiments.report import Outcome, Section, add_elo_plot_columns, figure, quote, table_widget
+from experiments.runner import kept, rebuild_report
+from model.config import check, from_dict
+from model.errors import ConfigError
+from model.results import REFERENCE_DIR
+from model.stats import match_stats
 
 QUESTION = ("How much playing strength do S_par simulations in flight lose against the sequential search at "
             "equal simulations per move, and does the loss shrink with more simulations per move?")
@@ -55,10 +67,6 @@ class Config:
 
 
 def point(cfg: Config, sims: int, s_par: int, out: Path) -> dict:
-    from engine.player import PlayerConfig
-    from experiments.games import play
-    from model.config import from_dict
-
     ours = from_dict(PlayerConfig, {"algo": "inflight", "sims": sims, "seed": cfg.seed,
                                     "algo_params": {"s_par": s_par}})
     ref = from_dict(PlayerConfig, {"algo": "sequential", "sims": sims, "seed": cfg.seed + 1})
@@ -100,11 +108,6 @@ def _fmt(x) -> str:
 
 
 def outcome(cfg: Config, tables: dict):
-    from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
-    from bokeh.palettes import Category10
-
-    from experiments.report import Outcome, Section, add_elo_plot_columns, figure, quote, table_widget
-
     t = tables["points"].copy()
     add_elo_plot_columns(t)
     lo = float(min(t.elo_low_plot.min(), 0.0)) if len(t) else -100.0
@@ -146,8 +149,6 @@ def outcome(cfg: Config, tables: dict):
 
 
 def _column(*items):
-    from bokeh.layouts import column
-
     return column(*items)
 
 
@@ -213,7 +214,6 @@ MEANS = ("mean_moves", "seconds_per_move", "mean_game_seconds")  # weighted by g
 def pool(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """One row per (sims, s_par): counts summed over the runs, win rate, Wilson interval and Elo recomputed
     from the sums (model/stats.py), per-game means weighted by each run's games."""
-    from model.stats import match_stats
 
     t = pd.concat(frames, ignore_index=True)
     rows = []
@@ -230,12 +230,6 @@ def pool(frames: list[pd.DataFrame]) -> pd.DataFrame:
 def pool_runs(directory: Path) -> Path:
     """points.csv of `directory` := the pool of its runs/*.csv; summary.json says which runs, then the report
     is rebuilt (experiments.runner.rebuild_report)."""
-    import json
-    import time
-
-    from experiments.runner import rebuild_report
-    from model.errors import ConfigError
-
     runs = sorted((directory / "runs").glob("*.csv"))
     if not runs:
         raise ConfigError(f"{directory / 'runs'}: no run CSVs to pool")
@@ -259,12 +253,6 @@ def pool_runs(directory: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    from model.errors import ConfigError
-
-    from model.results import REFERENCE_DIR
-
     ap = argparse.ArgumentParser(prog="python -m experiments.parallel_degree",
                                  description="Pool the kept runs of parallel-degree (DIR/runs/*.csv) into DIR/points.csv "
                                              "and rebuild the report.")

@@ -20,9 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, HoverTool, LinearAxis, Range1d, Whisker
 
+from engine.player import PlayerConfig
+from engine.trace_files import read_trace
+from experiments.games import play
+from experiments.report import Outcome, Section, figure, quote, table_widget
 from experiments.runner import kept
-from model.config import check
+from model.config import check, from_dict
+from sim.simulate import SimConfig, simulate
 
 QUESTION = ("How do N_dup and N_sync (min, max = 2 min) change synchronisation traffic, hops per simulation, load "
             "imbalance and playing strength?")
@@ -73,9 +80,6 @@ class Config:
 
 
 def sim_point(cfg: Config, params: dict, tmp: Path) -> dict:
-    from engine.trace_files import read_trace
-    from sim.simulate import SimConfig, simulate
-
     trace = tmp / "trace"
     shutil.rmtree(trace, ignore_errors=True)
     s = simulate(SimConfig(algo="treesplit", profile=cfg.profile, nodes=cfg.nodes, seconds=cfg.seconds,
@@ -98,10 +102,6 @@ def sim_point(cfg: Config, params: dict, tmp: Path) -> dict:
 
 
 def strength_point(cfg: Config, n_dup: float, out: Path) -> dict:
-    from engine.player import PlayerConfig
-    from experiments.games import play
-    from model.config import from_dict
-
     player = from_dict(PlayerConfig, {
         "algo": "treesplit", "sims": cfg.strength_sims, "seed": cfg.seed + 1, "ranks": cfg.strength_ranks,
         "threads": 1, "algo_params": {"n_dup": n_dup, "bcast_ranks": cfg.strength_bcast_ranks}})
@@ -139,10 +139,6 @@ def run(cfg: Config, out: Path):
 
 
 def _sweep_fig(d: pd.DataFrame, x: str, title: str, x_label: str):
-    from bokeh.models import ColumnDataSource, HoverTool, LinearAxis, Range1d
-
-    from experiments.report import figure
-
     f = figure(title, x_label, "per simulation", "Synchronisation messages (SYNC + DUP + BCAST) and hops (MOVE) per "
                "simulation; load imbalance (busiest search rank / mean) on the right axis.", x_axis_type="log")
     src = ColumnDataSource(d)
@@ -166,10 +162,6 @@ def _sweep_fig(d: pd.DataFrame, x: str, title: str, x_label: str):
 
 
 def _strength_fig(s: pd.DataFrame):
-    from bokeh.models import ColumnDataSource, Whisker
-
-    from experiments.report import figure
-
     f = figure("win rate against the fixed opponent vs N_dup", "N_dup", "win rate (95% Wilson interval)",
                "Engine games on 9x9 against the configured opponent.", x_axis_type="log", y_range=(0, 1))
     src = ColumnDataSource(s)
@@ -184,10 +176,6 @@ def _games(st: pd.DataFrame) -> str:
 
 
 def outcome(cfg: Config, tables: dict):
-    from bokeh.layouts import column
-
-    from experiments.report import Outcome, Section, quote, table_widget
-
     t = tables["sweeps"]
     nd = t[t.sweep == "n_dup"].sort_values("n_dup")
     ns = t[t.sweep == "n_sync"].sort_values("n_sync_min")

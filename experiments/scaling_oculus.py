@@ -18,9 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.palettes import Category10
 
+from experiments.report import Outcome, Section, figure, quote
 from experiments.runner import kept
 from model.config import check
+from sim.predict import sweep
+from sim.simulate import SimConfig, load_profile
 
 QUESTION = ("On the thesis's OCuLUS cluster, how do the simulation rate, the worker workload and the outgoing "
             "bandwidth of search and broadcast ranks develop from 1 to 128(+32) compute nodes at moves 10/50/100/150?")
@@ -62,9 +67,6 @@ def seq_time(cfg: Config, move: int) -> float:
 
 
 def run(cfg: Config, out: Path):
-    from sim.predict import sweep
-    from sim.simulate import SimConfig, load_profile
-
     base_playout = load_profile(cfg.profile).costs["playout"]
     frames = []
     for move in cfg.moves:
@@ -87,11 +89,6 @@ def run(cfg: Config, out: Path):
 
 
 def _curves(title, col, y_label, help_text, table, log_y=False, ideal=False, hline=None, y_range=None):
-    from bokeh.models import ColumnDataSource, HoverTool
-    from bokeh.palettes import Category10
-
-    from experiments.report import figure
-
     kw = dict(x_axis_type="log", y_axis_type="log" if log_y else "linear")
     if y_range:
         kw["y_range"] = y_range
@@ -116,7 +113,6 @@ def _curves(title, col, y_label, help_text, table, log_y=False, ideal=False, hli
 
 def outcome(cfg: Config, tables: dict):
     t = tables["scaling"]
-    from experiments.report import Outcome, Section, quote
 
     mid = 32 if 32 in cfg.nodes else sorted(cfg.nodes)[len(cfg.nodes) // 2]
     top = max(cfg.nodes)

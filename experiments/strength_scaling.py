@@ -17,14 +17,24 @@ from __future__ import annotations
 
 import math
 import shutil
+import statistics
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
 
+from engine import algorithms
+from engine.player import PlayerConfig
+from engine.sequential import Position
+from engine.timecontrol import Budget
+from experiments.games import play
+from experiments.report import ELO_CAP, Outcome, Section, add_elo_plot_columns, figure, plot_elo, quote, table_widget
 from experiments.runner import kept
-from model.config import check
+from model.config import check, from_dict
+from model.go import board
 
 QUESTION = ("How does playing strength grow as MPI ranks double at a fixed time per move, against GNU Go 3.8 and "
             "in self-play, compared with the thesis's ~+700 Elo over 6 doublings?")
@@ -65,21 +75,12 @@ def _cores(ranks: int, threads: int) -> int:
 
 
 def player(cfg: Config, ranks: int, seed: int):
-    from engine.player import PlayerConfig
-    from model.config import from_dict
-
     return from_dict(PlayerConfig, {"algo": cfg.algo, "seconds": cfg.seconds, "ranks": ranks, "threads": cfg.threads,
                                     "seed": seed})
 
 
 def probe(cfg: Config, ranks: int, searches: int = 3) -> float:
     """Median simulations per move that `ranks` ranks make in cfg.seconds from the empty board, now."""
-    import statistics
-
-    from engine import algorithms
-    from engine.sequential import Position
-    from engine.timecontrol import Budget
-    from model.go import board
 
     g = board.make_params(cfg.board, cfg.komi, "light")
     searcher = algorithms.make_searcher(cfg.algo, player(cfg, ranks, cfg.seed).algo_config())
@@ -92,8 +93,6 @@ def probe(cfg: Config, ranks: int, searches: int = 3) -> float:
 
 
 def run(cfg: Config, out: Path):
-    from experiments.games import play
-
     sims = {r: probe(cfg, r) for r in cfg.ranks}
     print("  simulations per move from the empty board: " + ", ".join(f"{r} rank(s) {n:.0f}" for r, n in sims.items()),
           flush=True)
@@ -140,11 +139,6 @@ def _say(r: dict, what: str) -> None:
 
 
 def outcome(cfg: Config, tables: dict):
-    from bokeh.layouts import column
-    from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
-
-    from experiments.report import ELO_CAP, Outcome, Section, add_elo_plot_columns, figure, quote, table_widget
-
     t = tables["games"].copy()
     add_elo_plot_columns(t)
     base = cfg.ranks[0]
@@ -208,8 +202,6 @@ def t_probe(g: pd.DataFrame, s: pd.DataFrame) -> dict:
 
 
 def _agreement(cfg: Config, g: pd.DataFrame, s: pd.DataFrame) -> tuple[str, dict]:
-    from experiments.report import plot_elo
-
     base = cfg.ranks[0]
     parts = []
     summary: dict = {"seconds_per_move": cfg.seconds}

@@ -23,13 +23,12 @@ import threading
 
 from engine.benchmarks.parallel import prepared_searcher
 from engine.results import write_json
+from engine.timecontrol import Budget
 from model.errors import UserError
 from model.results import add_output_flags, output_dir
 
 
 def one_round(board: int, threads: int, seconds: float) -> dict[str, float]:
-    from engine.timecontrol import Budget
-
     def timed(searcher, pos) -> float:
         try:
             return searcher.search(pos, Budget(seconds=seconds)).sims_per_s

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from engine.trace_files import TraceWriter
+from model.telemetry import Window
 from model.trace import Meta
 from viz.intervals import busy_integral
 
@@ -328,7 +329,6 @@ def telemetry_records(t0: float, t1: float, search: int = 4, broadcast: int = 1,
                       with_tree: bool = False, board: int = 9) -> list[dict]:
     """One window [t0, t1) of plausible telemetry from every rank (model/telemetry records), the
     `step`-th window of a run: counters grow with step so rates come out steady."""
-    from model.telemetry import Window
 
     rng = rng or np.random.default_rng(step)
     M, B, W = search, broadcast, max(threads, 2)

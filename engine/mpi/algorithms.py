@@ -21,11 +21,15 @@ from typing import Any
 
 from engine import algorithms
 from engine.mpi.config import DistributedConfig
-from engine.sequential import SearchConfig
+from engine.mpi.launch import inside_mpi, run_distributed
+from engine.mpi.summary import format_text
+from engine.sequential import COUNTER_NAMES, SearchConfig, SearchResult, wants_resign
 from model import algorithms as model_algorithms
 from model.config import check, parse_overrides
+from model.game import GO, GameSpec, game_name
+from model.go.board import G_SIZE
 from model.roles.params import ALGO_DEFAULTS, ALGO_PARAMS, UCT_DEFAULTS, split_params
-from model.uct import UctParams
+from model.uct import RootChild, UctParams
 
 DEFAULT_RANKS = 2
 # the job's layout and the player's resign rule (engine.sequential.wants_resign): not sent to the roles
@@ -85,12 +89,8 @@ def distributed_config(algo: str, cfg, **kw) -> DistributedConfig:
 
 def run_search(args) -> int:
     """`treesplit search --algo NAME ...` for an MPI algorithm."""
-    from engine.mpi.launch import run_distributed
-    from engine.mpi.summary import format_text
-
     cfg = algorithms.make_config(args.algo, parse_overrides(args.param), seed=args.seed, ranks=args.ranks,
                                  bcast_ranks=args.bcast_ranks, threads=args.threads, tt_mb=args.tt_mb)
-    from model.game import GameSpec
 
     game_params = GameSpec(name=args.game, policy=args.policy, branching=args.branching, depth=args.depth,
                            seed=args.game_seed, cost=args.playout_cost).options()
@@ -110,7 +110,6 @@ def run_search(args) -> int:
 def layout_hint(dc) -> str | None:
     """A note when --threads puts more threads on the machine than it has cores and ranks have worker threads:
     every hop then waits for thread wake-ups (engine.mpi.config.fast_threads, the default, never does)."""
-    from engine.mpi.launch import inside_mpi
 
     cores = os.cpu_count() or 1
     threads = dc.world_size * dc.threads
@@ -131,8 +130,6 @@ class DistributedSearcher:
     keeps_root_visits = False
 
     def __init__(self, algo: str, config):
-        from engine.mpi.launch import inside_mpi
-
         config.validate()
         self.name, self.config = algo, config
         self.session = None
@@ -157,11 +154,6 @@ class DistributedSearcher:
         return self.session
 
     def search(self, pos, budget, plan=None):
-        from engine.sequential import COUNTER_NAMES, SearchResult, wants_resign
-        from model.game import GO, game_name
-        from model.go.board import G_SIZE
-        from model.uct import RootChild
-
         g = pos.g
         go = int(g[0]) == GO
         dc = distributed_config(self.name, self.config, game=game_name(g),

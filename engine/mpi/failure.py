@@ -35,6 +35,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from engine.trace_files import finalize, read_meta, read_table, write_meta
+from model.errors import TraceError
+from model.trace import TABLES
+
 _RANK_ERROR = re.compile(r"treesplit: rank (\d+): error: (.*)")
 _HYDRA_EXIT = re.compile(r"EXIT CODE: (\d+)")
 
@@ -205,10 +209,6 @@ def mark_trace(directory: str | Path, failure: Failure) -> dict | None:
     """Write `failure` into the trace's meta.json (not complete; when the failed rank was last heard of)
     and merge the parts the ranks left. Returns the failure as written, or None if there is no trace
     (rank 0 never wrote meta.json)."""
-    from model.errors import TraceError
-    from engine.trace_files import finalize, read_meta, read_table, write_meta
-    from model.trace import TABLES
-
     d = Path(directory)
     try:
         meta = read_meta(d)

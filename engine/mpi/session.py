@@ -30,14 +30,14 @@ from typing import Any
 import numpy as np
 
 from engine.mpi.config import DistributedConfig
+from engine.mpi.launch import DistributedError, _die_with_parent, mpi_world, mpiexec_path
+from engine.mpi.rank import RankRuntime
 from model.errors import UserError
 
 QUIT = {"op": "quit"}
 
 
 def _comm():
-    from engine.mpi.launch import mpi_world
-
     return mpi_world()
 
 
@@ -58,7 +58,6 @@ def _bcast_json(comm, obj: dict | None) -> dict:
 
 def _execute(comm, cmd: dict, cache: dict) -> dict[str, Any] | None:
     """One command on this rank; rank 0 returns the answer."""
-    from engine.mpi.rank import RankRuntime
 
     op = cmd.get("op")
     if op == "search":
@@ -120,8 +119,6 @@ class SessionClient:
     """A session in an MPI job of its own; commands go to rank 0's stdin, answers come from its stdout."""
 
     def __init__(self, world_size: int, mpiexec_args: list | None = None):
-        from engine.mpi.launch import _die_with_parent, mpiexec_path
-
         cmd = [mpiexec_path(), *map(str, mpiexec_args or []), "-n", str(world_size), sys.executable, "-m",
                "engine.mpi.session"]
         self.world_size = world_size
@@ -130,8 +127,6 @@ class SessionClient:
         atexit.register(self.close)
 
     def command(self, cmd: dict) -> dict:
-        from engine.mpi.launch import DistributedError
-
         if self.proc.poll() is not None:
             raise DistributedError(f"the MPI session ended (exit code {self.proc.returncode})")
         try:
