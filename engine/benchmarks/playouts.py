@@ -22,6 +22,9 @@ import time
 
 from model.results import add_output_flags, output_dir
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 
 def register(kinds) -> None:
     p = kinds.add_parser("playouts", help="Go playouts per second on one core (median of several runs)",
@@ -91,7 +94,7 @@ def measure(board: int, policy: str, komi: float = 7.0, seed: int = 1, runs: int
 
 
 def _run(args) -> int:
-    from engine.results import write_json  # pandas and pyarrow: imported when it runs, so `treesplit --help` stays fast
+    from engine.results import write_json
 
     out = output_dir(args)
     res = measure(args.board, args.policy, args.komi, args.seed, args.runs, args.seconds, args.game)

@@ -25,6 +25,9 @@ import time
 
 from model.results import add_output_flags, output_dir
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 DEFAULT_SIMS = {9: 20000, 13: 8000, 19: 4000}
 
 
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from model import game, tt
     from model.config import parse_overrides
     from model.errors import UserError
-    from engine.results import write_json  # pandas and pyarrow: imported when it runs, so `treesplit --help` stays fast
+    from engine.results import write_json
     from model.rng import new_rng
 
     if args.repeats < 1 or args.threads < 1:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 
 DESCRIPTION = """\
 Choose (k, n, m) with k^n * m = B and n + m - 1 <= L minimising k + n, and print m, k, n and the hops a

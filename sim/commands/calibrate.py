@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 DESCRIPTION = """\
 Fit per-kind work-package service times, message sizes and the traced algorithm's workload from an engine
 trace, and the LogGP network from an MPI ping-pong/bandwidth sweep run here (mpiexec -n 2, a few seconds).

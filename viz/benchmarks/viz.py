@@ -22,6 +22,9 @@ from pathlib import Path
 
 from model.results import add_output_flags, output_dir
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 
 def register(kinds) -> None:
     p = kinds.add_parser("viz", help="dashboard: open time of a big synthetic trace, tree view of 10^5 nodes",
@@ -123,7 +126,7 @@ check();""")
 def run(args) -> int:
     import json
 
-    from engine.results import write_json  # pandas and pyarrow: imported when it runs, so `treesplit --help` stays fast
+    from engine.results import write_json
     from viz.synthetic import SyntheticSpec, write_synthetic_trace
 
     directory = output_dir(args)
