@@ -30,7 +30,7 @@ from model.config import check
 from model.roles.base import Actions, Layout, Role
 from model.roles.broadcast import TreesplitBroadcast
 from model.roles.loopback import Loopback
-from model.roles.messages import BCAST, Message, NODE_ROW, STAT, SYNC, Stats
+from model.roles.messages import BCAST, NODE_ROW, STAT, SYNC, Message, Stats
 from model.roles.params import TreesplitParams
 from model.topology import Topology
 

@@ -11,6 +11,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable
 
+from bokeh.embed import file_html
+from bokeh.layouts import gridplot
+from bokeh.models import ColumnDataSource
+from bokeh.plotting import figure
+from bokeh.resources import CDN
+
 from model.errors import UserError
 from sim.simulate import SimConfig, simulate
 
@@ -62,12 +68,6 @@ def write_output(rows: list[dict[str, Any]], path: str | Path, title: str) -> Pa
 
 
 def _write_html(rows: list[dict[str, Any]], p: Path, title: str) -> Path:
-    from bokeh.embed import file_html
-    from bokeh.layouts import gridplot
-    from bokeh.models import ColumnDataSource
-    from bokeh.plotting import figure
-    from bokeh.resources import CDN
-
     src = ColumnDataSource({k: [r[k] for r in rows] for k in COLUMNS})
     n = [r["nodes"] for r in rows]
     ideal = ColumnDataSource({"nodes": n, "ideal": [rows[0]["sims_per_s"] * x / rows[0]["nodes"] for x in n]})

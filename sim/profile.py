@@ -35,10 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from model.config import check, from_dict
 from model.errors import ConfigError
 from model.trace import MESSAGE_KINDS
 from sim.distributions import Distribution, parse_distribution
+from sim.workload import workload_from_dict
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 COST_KINDS = ("select", "expand", "playout", "update", "sync", "bcast")
@@ -172,8 +175,6 @@ class Profile:
         }
 
     def save(self, path: str | Path) -> Path:
-        import tomli_w
-
         p = Path(path)
         p.write_text(tomli_w.dumps(self.to_toml()))
         return p
@@ -246,7 +247,6 @@ def profile_from_dict(data: dict[str, Any], where: str = "") -> Profile:
     for kind in ("MOVE", "UPDATE", "SYNC", "BCAST", "CONTROL"):
         if kind not in messages:
             raise ConfigError(f"{where}messages.{kind}: missing")
-    from sim.workload import workload_from_dict
 
     wl_in = data.get("workload", {})
     if not isinstance(wl_in, dict):
