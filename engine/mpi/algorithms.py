@@ -1,6 +1,6 @@
-"""The MPI algorithms in the algorithm registry (engine/algorithms.py loads them with register_all()).
+"""The MPI algorithms' table (DISTRIBUTED), which engine/algorithms.py looks distributed algorithms up in.
 
-Each algorithm of model/roles (treesplit, tds, root, leaf) registers with
+Each algorithm of model/roles (treesplit, tds, root, leaf, dfuct, hybrid) has
   - a config class whose fields are the job layout (ranks, bcast_ranks, threads), seed and table size,
     the in-tree policy's (model.uct.UctParams) and the algorithm's own parameters (model/roles/params.py),
     so `--param n_dup=2048` and the Player's shared settings (c, rave, seed, threads, ranks, tt_mb) all land;
@@ -204,8 +204,9 @@ class DistributedSearcher:
             self.session = None
 
 
-def register_all() -> None:
-    for algo in model_algorithms.DISTRIBUTED:
-        algorithms.register(algorithms.Algorithm(
-            algo, model_algorithms.get(algo).description, _config_class(algo),
-            make_searcher=lambda cfg, a=algo: DistributedSearcher(a, cfg), run=run_search, needs_mpi=True))
+# the distributed algorithms of model/algorithms.py, as the engine runs them (engine/algorithms.py looks them up)
+DISTRIBUTED: dict[str, algorithms.Algorithm] = {
+    algo: algorithms.Algorithm(algo, model_algorithms.get(algo).description, _config_class(algo),
+                               make_searcher=lambda cfg, a=algo: DistributedSearcher(a, cfg), run=run_search,
+                               needs_mpi=True)
+    for algo in model_algorithms.DISTRIBUTED}
