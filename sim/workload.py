@@ -116,7 +116,7 @@ def workload_from_dict(data: dict[str, Any], where: str = "workload") -> Workloa
 
 
 def fit_workload(trace) -> Workload:
-    """Fit a Workload from a loaded trace (model.trace.Trace) of any algorithm."""
+    """Fit a Workload from a loaded trace (engine.trace_files.Trace) of any algorithm."""
     meta = trace.meta
     M = int(meta.get("ranks", {}).get("search", 1))
     if meta.get("algo") == "hybrid":  # a simulation moves among its group's ranks only

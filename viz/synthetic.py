@@ -1,4 +1,4 @@
-"""Plausible synthetic traces, written with model.trace.TraceWriter, for tests, benchmarks and demos.
+"""Plausible synthetic traces, written with engine.trace_files.TraceWriter, for tests, benchmarks and demos.
 
 The run imitates UCT-Treesplit's flows without running any search: each simulation starts at the root's
 owner (rank 0, so rank 0 is the hot spot a load-balance view should show), hops over a few random search

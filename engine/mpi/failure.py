@@ -2,7 +2,7 @@
 trace, so that the dashboard shows the records up to the failure and marks it.
 
 MPICH's mpiexec (Hydra) answers a rank that dies by SIGKILLing every other rank at once, without a SIGTERM
-first: the ranks get no chance to close their trace parts (model/trace.py therefore writes them in segments
+first: the ranks get no chance to close their trace parts (engine/trace_files.py therefore writes them in segments
 that survive a kill), nor to say anything. Nor does mpiexec tell reliably which one died first: its report
 ("PID 14691 RUNNING AT node7 / EXIT CODE: 9", on its stdout) names the first rank in its own order that
 ended badly, and after the clean-up every rank did. So the launcher watches the ranks itself:
