@@ -37,7 +37,7 @@ from typing import Any
 
 import tomli_w
 
-from model.config import check, from_dict
+from model.config import check, from_dict, parse_toml
 from model.errors import ConfigError
 from model.trace import MESSAGE_KINDS
 from sim.distributions import Distribution, parse_distribution
@@ -276,9 +276,5 @@ def load_profile(name_or_path: str | Path) -> Profile:
         p = PROFILES_DIR / f"{s}.toml"
     if not p.exists():
         raise ConfigError(f"profile {s!r}: no such file or shipped profile (shipped: {', '.join(shipped_profiles())})")
-    try:
-        data = tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML ({e})") from None
-    prof = profile_from_dict(data, where=f"{p.name}: ")
+    prof = profile_from_dict(parse_toml(p.read_text(), str(p)), where=f"{p.name}: ")
     return dataclasses.replace(prof, path=str(p))
