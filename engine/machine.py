@@ -1,5 +1,5 @@
-"""What machine a run is made on: one line naming the host, its CPU model and core count (for meta.json and
-results files). The CPU model comes from /proc/cpuinfo, so it is read here, not in model/."""
+"""What a run is made on, for meta.json and results files: the machine (one line naming the host, its CPU model
+and core count, from /proc/cpuinfo) and the versions of the software (from package metadata)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,11 @@ import os
 import platform
 import socket
 from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from model.version import package_version
 
 
 def machine_description() -> str:
@@ -20,3 +25,8 @@ def machine_description() -> str:
     except OSError:
         pass
     return f"{socket.gethostname()}: {cpu}, {os.cpu_count()} cores"
+
+
+def versions() -> dict[str, str]:
+    return {"treesplit": package_version(), "python": platform.python_version(), "numpy": np.__version__,
+            "numba": package_version("numba"), "pyarrow": pa.__version__}

@@ -10,8 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from engine.machine import machine_description
-from model.trace import versions
+from engine.machine import machine_description, versions
 
 
 def stamp() -> dict[str, Any]:

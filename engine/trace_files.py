@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine.machine import machine_description, versions
 from model.errors import TraceError
 from model.trace import META_REQUIRED, SCHEMA_VERSION, TABLES, Meta, schema
 
@@ -192,6 +194,10 @@ class TraceWriter:
 
 def write_meta(directory: str | Path, meta: Meta | dict[str, Any]) -> None:
     """Write meta.json (a Meta, or a dict as read_meta gives it) through a temporary name."""
+    if isinstance(meta, Meta):  # what the runtime left empty, kept for the rewrites at the end of the run
+        meta.started_at = meta.started_at or datetime.now(timezone.utc).isoformat(timespec="seconds")
+        meta.versions = meta.versions or versions()
+        meta.machine = meta.machine or machine_description()
     d = Path(directory)
     tmp = d / "meta.json.tmp"
     tmp.write_text(json.dumps(meta.to_json() if isinstance(meta, Meta) else meta, indent=2, default=str))

@@ -8,16 +8,11 @@ samples, tree), or, while ranks still write, their parts.
 
 from __future__ import annotations
 
-import os
-import platform
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
-from model.version import package_version
 
 SCHEMA_VERSION = 1
 
@@ -55,17 +50,6 @@ def schema(table: str) -> pa.Schema:
     return pa.schema([pa.field(n, t) for n, t in TABLES[table]])
 
 
-def default_machine() -> str:
-    """The host as the standard library names it without reading files (a runtime that knows the CPU model
-    passes `machine`: engine/machine.py)."""
-    return f"{platform.node()}: {platform.machine()}, {os.cpu_count()} cores"
-
-
-def versions() -> dict[str, str]:
-    return {"treesplit": package_version(), "python": platform.python_version(), "numpy": np.__version__,
-            "numba": package_version("numba"), "pyarrow": pa.__version__}
-
-
 @dataclass
 class Meta:
     """meta.json. `ranks` is {"search": M, "broadcast": B}; `params` the algorithm's parameters. `extra` holds
@@ -92,14 +76,9 @@ class Meta:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        d = {"schema_version": SCHEMA_VERSION, **self.__dict__}
-        if not d["started_at"]:
-            d["started_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        if not d["versions"]:
-            d["versions"] = versions()
-        if not d["machine"]:
-            d["machine"] = default_machine()
-        return d
+        """meta.json's object. The writer fills `started_at`, `versions` and `machine` where a runtime left
+        them empty (engine/trace_files.py: they take a clock and the machine's files)."""
+        return {"schema_version": SCHEMA_VERSION, **self.__dict__}
 
 
 _MOVED_TO_ENGINE = ("TraceWriter", "finalize", "write_meta", "read_trace")

@@ -87,3 +87,14 @@ def test_the_format_document_names_every_table_column_kind_and_field():
     fields = set(re.findall(r"^\| \*{0,2}`(\w+)`", sections["meta.json"], re.M))
     assert set(META_REQUIRED) | {f.name for f in dataclasses.fields(Meta)} <= fields
 
+
+
+def test_meta_keeps_its_start_time_machine_and_versions_across_rewrites(tmp_path):
+    meta = Meta(runtime="engine", algo="treesplit")
+    w = TraceWriter(tmp_path, meta)
+    first = json.loads((tmp_path / "meta.json").read_text())
+    assert first["started_at"] and first["machine"] and first["versions"]["treesplit"]
+    assert meta.started_at == first["started_at"]  # kept on the object: the final rewrite says when it started
+    w.close(t_end=2.5)
+    last = json.loads((tmp_path / "meta.json").read_text())
+    assert (last["started_at"], last["machine"], last["t_end"]) == (first["started_at"], first["machine"], 2.5)
