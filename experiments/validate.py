@@ -52,7 +52,7 @@ from engine.machine import machine_description
 from engine.mpi import DistributedConfig, run_distributed
 from engine.results import write_csv, write_json
 from engine.trace_files import read_trace
-from experiments.tree_sharing import one_round
+from experiments import tree_sharing
 from model.algorithms import DISTRIBUTED
 from model.config import check
 from model.errors import UserError
@@ -224,7 +224,7 @@ def measure_tree_share(threads: int, seconds: float, rounds: int = 3) -> float:
 
     ratios = []
     for _ in range(rounds):
-        r = one_round(TREE_SHARE_BOARD, threads, seconds)
+        r = tree_sharing.one_round(TREE_SHARE_BOARD, threads, seconds)
         ratios.append(r["tree"] / r["independent"])
     return min(1.0, max(0.0, (1.0 / statistics.median(ratios) - 1.0) / (threads - 1)))
 
