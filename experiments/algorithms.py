@@ -54,8 +54,8 @@ from sim.simulate import SimConfig, simulate
 
 QUESTION = ("How do root, leaf, tds, dfuct and treesplit compare by playouts per second (PPS) and nodes per second "
             "(NPS) as compute grows, on Lines of Action and on Go: measured on real ranks here and on 16 cores, "
-            "predicted by the simulator up to 128 compute nodes of Christoph 2020's cluster; and by strength against the "
-            "sequential search where real ranks fit (Go 9x9 and Lines of Action)?")
+            "predicted by the simulator up to 128 compute nodes of Christoph 2020's cluster; and by strength against "
+            "the sequential search where real ranks fit (Go 9x9 and Lines of Action)?")
 REFERENCE = ("Christoph 2020, 5.3.1-5.3.3: Figures 5.7 (PPS), 5.8 (NPS) and 5.9 (win rate) of root/leaf, "
              "root/tree, leaf, TDS, df-UCT and UCT-Treesplit agents on LOA, 1 ... 128 CNs of 12 cores on the Lengau "
              "cluster (FDR InfiniBand), 1 s per move. Its figures reach us as prose.")
@@ -437,12 +437,12 @@ def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict
             order = sorted(sp, key=sp.get, reverse=True)
             parts.append(
                 f"Predicted PPS from {low} to {top} CNs grows " + ", ".join(f"{a} x{sp[a]:.0f}" for a in order)
-                + f" ({game}): as in Christoph 2020, root parallelisation scales best and tds worst of the tree-sharing "
-                "methods (every simulation passes the root's owner), with treesplit in between"
+                + f" ({game}): as in Christoph 2020, root parallelisation scales best and tds worst of the "
+                "tree-sharing methods (every simulation passes the root's owner), with treesplit in between"
                 + (f"; df-UCT x{sp['dfuct']:.0f}" if "dfuct" in sp else "") + ".")
             if sp.get("leaf", 99) < 2:
-                parts.append("Unlike Christoph 2020, where leaf parallelisation's PPS grows up to 16 CNs, our leaf does not "
-                             "scale: with our engine's costs the master's in-tree work per simulation (select + "
+                parts.append("Unlike Christoph 2020, where leaf parallelisation's PPS grows up to 16 CNs, our leaf "
+                             "does not scale: with our engine's costs the master's in-tree work per simulation (select + "
                              "update) exceeds a playout, so the single master saturates at once.")
     rk = sorted(set(int(r) for r in m.ranks.dropna())) if "ranks" in m else []
     if len(rk) >= 2:
@@ -455,14 +455,16 @@ def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict
         if ratio:
             parts.append(f"Measured here ({g0}, {rk[0]} to {rk[-1]} ranks): PPS x" + ", x".join(
                 f"{v:.2f} {a}" for a, v in ratio.items()) + "; on real ranks only root gains, the tree-sharing "
-                "methods lose to their messages, as Christoph 2020 saw when a second search rank joined (its dip at 2-4 CNs).")
+                "methods lose to their messages, as Christoph 2020 saw when a second search rank joined (its dip "
+                "at 2-4 CNs).")
             summary["measured_pps_ratio_" + g0] = {a: round(v, 2) for a, v in ratio.items()}
     nps_rows = m[(m.algo != "sequential") & m.nps.notna()]
     if len(nps_rows):
-        parts.append("Measured NPS on 1-2 ranks is too little compute to show Christoph 2020's NPS crossover (tree-based "
-                     "agents passing root parallelisation after 16 CNs); the simulator's NPS is only a workload "
+        parts.append("Measured NPS on 1-2 ranks is too little compute to show Christoph 2020's NPS crossover "
+                     "(tree-based agents passing root parallelisation after 16 CNs); the simulator's NPS is only a workload "
                      "parameter times PPS, so the NPS side of the comparison rests on the few measured points.")
-    parts.append("Our per-package costs are our Python/numba engine's, not Christoph 2020's Akka agents (no RDMA, heavier "
-                 "serialisation), so absolute rates differ; the LOA prediction uses Go's tree shape with LOA's playout "
-                 "cost, and dfuct is predicted by the functional fidelity (its roles run for real), the others statistically.")
+    parts.append("Our per-package costs are our Python/numba engine's, not Christoph 2020's Akka agents (no RDMA, "
+                 "heavier serialisation), so absolute rates differ; the LOA prediction uses Go's tree shape with LOA's "
+                 "playout cost, and dfuct is predicted by the functional fidelity (its roles run for real), the others "
+                 "statistically.")
     return " ".join(parts), summary

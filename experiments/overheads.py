@@ -194,7 +194,8 @@ def outcome(cfg: Config, tables: dict):
                 _stacked(t, "sequential", work, "sequential: time per kind"),
                 quote("the total amount of time spend on average for the first move is about 9.5 seconds and about "
                       "5.2 seconds for move 300 ... the computation of the playouts makes up by far the largest portion "
-                      "of the overall computation time.", "Schaefers 2014, 4.3.3, Figure 4.18 (19x19, 10k simulations)"),
+                      "of the overall computation time.",
+                      "Schaefers 2014, 4.3.3, Figure 4.18 (19x19, 10k simulations)"),
                 f"Ours ({cfg.board}x{cfg.board}): {seq0:.2f} s per 10k simulations at move {m0}, {seq1:.2f} s at move "
                 f"{m1}; playouts take {play_seq:.0%} of the package time."),
         Section(f"Figure 4.19: time per work-package kind, parallel ({cfg.ranks}(+{cfg.bcast_ranks}) ranks)",

@@ -106,7 +106,6 @@ def _fmt(x) -> str:
     return f"{x:+.0f}" if math.isfinite(x) else ("+inf" if x > 0 else "-inf")
 
 
-
 def outcome(cfg: Config, tables: dict):
     t = tables["points"].copy()
     add_elo_plot_columns(t)

@@ -33,8 +33,8 @@ from sim.simulate import SimConfig, simulate
 
 QUESTION = ("How do N_dup and N_sync (min, max = 2 min) change synchronisation traffic, hops per simulation, load "
             "imbalance and playing strength?")
-REFERENCE = ("Schaefers 2014, 4.3.4: Figure 4.22 (strength vs N_dup, bell-shaped) and Figure 4.23 (strength vs N_sync_min "
-             "with N_sync_max = 2 N_sync_min), Gomorra on 32(+8) CNs against Pachi, 19x19; reference point "
+REFERENCE = ("Schaefers 2014, 4.3.4: Figure 4.22 (strength vs N_dup, bell-shaped) and Figure 4.23 (strength vs "
+             "N_sync_min with N_sync_max = 2 N_sync_min), Gomorra on 32(+8) CNs against Pachi, 19x19; reference point "
              "N_dup = 8192, N_sync = 8/16, alpha = 0.02, O = 5.")
 SYNC_KINDS = ("SYNC", "DUP", "BCAST")
 

@@ -1,8 +1,8 @@
 """The experiments, by name: the question each answers and the module that runs it.
 
 Kept free of heavy imports so `treesplit experiment --list` is instant; `load(name)` imports the module.
-An experiment module defines `QUESTION`, `REFERENCE` (what of the source documents, docs/REFERENCES.md, it reproduces), a `Config`
-dataclass with validate() (its fields are the keys of experiments/configs/NAME.toml) and
+An experiment module defines `QUESTION`, `REFERENCE` (what of the source documents, docs/REFERENCES.md, it
+reproduces), a `Config` dataclass with validate() (its fields are the keys of experiments/configs/NAME.toml) and
 `run(cfg, out: Path) -> experiments.report.Outcome`, and `outcome(cfg, tables) -> Outcome` that builds the report
 from the tables alone (`treesplit experiment NAME --report-only` rebuilds a kept report with it).
 """

@@ -30,8 +30,8 @@ QUESTION = ("How far are the simulator's predictions (sims/s, messages, bytes, h
             "from the real engine's measurements for every configuration that runs here, and does that change from "
             "run to run?")
 REFERENCE = ("No seed figure: the goal of issue 4 (`treesplit validate`) is a relative error within 15% for every "
-             "figure of every configuration that runs on this machine. Schaefers 2014 gives the kind of figures compared "
-             "(simulation rate, workload, bandwidth; Figures 4.8-4.11).")
+             "figure of every configuration that runs on this machine. Schaefers 2014 gives the kind of figures "
+             "compared (simulation rate, workload, bandwidth; Figures 4.8-4.11).")
 HISTORY = "history.csv"
 FIGURES = ("sims_per_s", "messages_per_sim", "bytes_per_sim", "hops_per_sim", "busy_frac")
 

@@ -38,8 +38,8 @@ from model.go import board
 
 QUESTION = ("How does playing strength grow as MPI ranks double at a fixed time per move, against GNU Go 3.8 and "
             "in self-play, compared with the thesis's ~+700 Elo over 6 doublings?")
-REFERENCE = ("Schaefers 2014, 4.3.2: Figure 4.7 (self-play, 1 ... 64(+16) CNs, reference 8(+2) CNs; 'the parallel version "
-             "improves by about 700 ELO from 6 doublings of the number of CNs'), Figures 4.13/4.14 (against FUEGO "
+REFERENCE = ("Schaefers 2014, 4.3.2: Figure 4.7 (self-play, 1 ... 64(+16) CNs, reference 8(+2) CNs; 'the parallel "
+             "version improves by about 700 ELO from 6 doublings of the number of CNs'), Figures 4.13/4.14 (against FUEGO "
              "and Pachi: gains up to 32(+8) CNs, about 400 Elo against FUEGO), 19x19, 10 min per game.")
 THESIS_ELO_PER_DOUBLING = 700 / 6
 
@@ -135,7 +135,6 @@ def _fmt(x, side: float = 1.0) -> str:
 def _say(r: dict, what: str) -> None:
     print(f"  {what}: {r['wins']}/{r['games']} won (+{r['draws']} drawn), Elo {_fmt(r['elo'], r['win_rate'] - 0.5)} "
           f"[{_fmt(r['elo_low'], -1)}, {_fmt(r['elo_high'])}], {r['seconds_per_move'] or 0:.2f} s/move", flush=True)
-
 
 
 def outcome(cfg: Config, tables: dict):

@@ -427,9 +427,7 @@ def _loadavg() -> tuple[float, ...]:
 
 
 def save(result: dict[str, Any], name: str, directory: Path) -> tuple[Path, Path]:
-
     return write_json(name, result, directory), write_csv(name, result["rows"], directory)
-
 
 
 # --- against measured traces (no engine run here) ------------------------------------------------------------

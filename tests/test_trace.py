@@ -88,7 +88,6 @@ def test_the_format_document_names_every_table_column_kind_and_field():
     assert set(META_REQUIRED) | {f.name for f in dataclasses.fields(Meta)} <= fields
 
 
-
 def test_meta_keeps_its_start_time_machine_and_versions_across_rewrites(tmp_path):
     meta = Meta(runtime="engine", algo="treesplit")
     w = TraceWriter(tmp_path, meta)
