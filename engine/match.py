@@ -31,6 +31,7 @@ from engine.gtp_client import GtpDied, GtpEndpoint, GtpProcess, GtpReply, GtpTim
 from engine.results import write_json
 from model.config import check
 from model.errors import UserError
+from model.go.game import GoGame
 from model.stats import match_stats
 
 BLACK, WHITE = 0, 1
@@ -135,8 +136,6 @@ class Referee:
                  size: int, komi: float, move_cap: int, timeout: float, allow_cleanup: bool = True,
                  new_game: Callable[[int, float], object] | None = None):
         if new_game is None:
-            from model.go.game import GoGame
-
             new_game = GoGame
         self.engines = (black, white)
         self.checker = checker

@@ -47,6 +47,7 @@ from experiments.games import play, play_loa
 from experiments.report import Outcome, Section, figure, quote, table_widget
 from experiments.runner import kept
 from model.config import check, from_dict
+from model.errors import UserError
 from model.game import make_game
 from model.results import REFERENCE_DIR
 from sim.profile import load_profile, profile_from_dict
@@ -190,8 +191,6 @@ def run(cfg: Config, out: Path):
     earlier = Path(out) / "measured.csv"
     if cfg.reuse_measured:
         if not earlier.exists():
-            from model.errors import UserError
-
             raise UserError(f"reuse_measured: no {earlier} from an earlier run")
         measured = pd.read_csv(earlier)
         print(f"  measured rows kept from {earlier} ({len(measured)})", flush=True)

@@ -27,6 +27,7 @@ from engine.trace_files import read_trace
 from experiments.report import Outcome, Section, figure, quote
 from experiments.runner import kept
 from model.config import check
+from model.errors import UserError
 from model.go.coords import vertex_to_action
 
 QUESTION = ("How is computation time split among the work-package kinds, how often does each kind occur and how "
@@ -111,8 +112,6 @@ def run(cfg: Config, out: Path):
     record = list(cfg.record) or gnugo_record(cfg.gnugo, cfg.board, cfg.komi, max(cfg.moves))
     moves = [m for m in cfg.moves if m <= len(record)]
     if not moves:
-        from model.errors import UserError
-
         raise UserError(f"overheads: the game record has {len(record)} moves, fewer than every requested move")
     tmp = Path(tempfile.mkdtemp(prefix="treesplit-overheads-"))
     rows = []

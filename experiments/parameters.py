@@ -29,6 +29,7 @@ from experiments.games import play
 from experiments.report import Outcome, Section, figure, quote, table_widget
 from experiments.runner import kept
 from model.config import check, from_dict
+from model.stats import scores_differ
 from sim.simulate import SimConfig, simulate
 
 QUESTION = ("How do N_dup and N_sync (min, max = 2 min) change synchronisation traffic, hops per simulation, load "
@@ -220,8 +221,6 @@ def outcome(cfg: Config, tables: dict):
     sync_down = slo.sync_msgs_per_sim > shi.sync_msgs_per_sim
     strength_txt = ""
     if st is not None:
-        from model.stats import scores_differ
-
         rows = list(st.itertuples())
         above = {b.n_dup: [a.n_dup for a in rows if b.win_rate > a.win_rate
                            and scores_differ(b.win_rate, b.games, a.win_rate, a.games)] for b in rows}

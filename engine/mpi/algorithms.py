@@ -20,8 +20,11 @@ import time
 from typing import Any
 
 from engine import algorithms
+from engine.mpi import session
 from engine.mpi.config import DistributedConfig
+from engine.mpi.host import check_config
 from engine.mpi.launch import inside_mpi, run_distributed
+from engine.mpi.session import SessionClient
 from engine.mpi.summary import format_text
 from engine.sequential import COUNTER_NAMES, SearchConfig, SearchResult, wants_resign
 from model import algorithms as model_algorithms
@@ -137,8 +140,6 @@ class DistributedSearcher:
         self._check = distributed_config(algo, config, sims=1)
         self._check.validate()
         if inside_mpi():
-            from engine.mpi import session
-
             if session._comm().Get_rank() != 0:
                 session.follow()
                 raise SystemExit(0)
@@ -146,9 +147,6 @@ class DistributedSearcher:
 
     def _session(self):
         if self.session is None:
-            from engine.mpi.host import check_config
-            from engine.mpi.session import SessionClient
-
             check_config(self._check)
             self.session = SessionClient(self._check.world_size)
         return self.session

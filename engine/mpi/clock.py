@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 
+from model.cycles import counting, cycles
+
 TAG_PING, TAG_PONG, TAG_RESULT = 1, 2, 3
 
 
@@ -90,8 +92,6 @@ def ticks_per_second() -> float:
     """Cycle-counter ticks (model/cycles.py) per second of this clock, measured once per process over 20 ms
     (a rank's run slices are given in ticks: the kernel reads the counter, not this clock)."""
     if not _TICKS:
-        from model.cycles import counting, cycles
-
         if not counting():
             _TICKS.append(0.0)
         else:

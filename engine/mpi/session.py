@@ -32,6 +32,7 @@ import numpy as np
 from engine.mpi.config import DistributedConfig
 from engine.mpi.launch import DistributedError, _die_with_parent, mpi_world, mpiexec_path
 from engine.mpi.rank import RankRuntime
+from model import tt
 from model.errors import UserError
 
 QUIT = {"op": "quit"}
@@ -69,8 +70,6 @@ def _execute(comm, cmd: dict, cache: dict) -> dict[str, Any] | None:
     if op == "reset":
         # the same table, emptied: a new one would cost its page faults again, every game
         if cache.get("table") is not None:
-            from model import tt
-
             tt.clear(cache["table"])
         return {"ok": True}
     return {"ok": False, "error": f"unknown session command {op!r}"}
