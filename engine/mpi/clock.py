@@ -37,7 +37,7 @@ def synchronise(comm, cache: dict | None = None, rounds: int = 8) -> Clock:
     cache: a session's (engine.mpi.session), kept across its searches: the offsets measured by the last full
     synchronisation are reused for RESYNC_AFTER seconds, and only the start time goes round (one broadcast
     instead of 8 ping-pongs per rank, which cost tens of ms of every GTP move on a loaded machine)."""
-    from mpi4py import MPI
+    from mpi4py import MPI  # MPI starts when mpi4py.MPI is imported: launch.world() sets the thread level first
 
     rank, size = comm.Get_rank(), comm.Get_size()
     comm.Barrier()
@@ -56,7 +56,7 @@ def synchronise(comm, cache: dict | None = None, rounds: int = 8) -> Clock:
 
 
 def _measure(comm, rank: int, size: int, rounds: int) -> Clock:
-    from mpi4py import MPI
+    from mpi4py import MPI  # MPI starts when mpi4py.MPI is imported: launch.world() sets the thread level first
 
     buf = np.zeros(1, dtype=np.float64)
     if rank == 0:

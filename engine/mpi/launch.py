@@ -58,7 +58,7 @@ def mpiexec_command(config: DistributedConfig, spec: Path, result: Path) -> list
 def mpi_world():
     """MPI_COMM_WORLD, starting MPI with MPI_THREAD_FUNNELED if it is not running yet (only the IO thread
     of a rank calls MPI)."""
-    import mpi4py
+    import mpi4py  # here, not at the top: importing mpi4py.MPI starts MPI, and the thread level comes first
 
     if "mpi4py.MPI" not in sys.modules:
         mpi4py.rc.thread_level = "funneled"

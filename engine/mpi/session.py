@@ -44,7 +44,7 @@ def _comm():
 
 def _bcast_json(comm, obj: dict | None) -> dict:
     """Rank 0 passes `obj` to every rank (JSON bytes, never pickle); the others get it."""
-    from mpi4py import MPI
+    from mpi4py import MPI  # MPI starts when mpi4py.MPI is imported: launch.world() sets the thread level first
 
     n = np.zeros(1, np.int64)
     data = b""
