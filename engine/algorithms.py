@@ -2,10 +2,10 @@
 
 `treesplit search`, `treesplit gtp` and the Player look algorithms up here and never name one in code. What
 an algorithm is (its name, whether it runs on ranks, its layout rules) is model/algorithms.py's table; this
-module adds how the engine runs each: shared-memory algorithms (sequential, tree, inflight) register below
-with their searcher classes, the distributed ones come from engine/mpi/algorithms.py (imported on first use:
-it loads MPI and the roles), each with its own config class (a dataclass with validate(); --param keys are
-its fields) and `needs_mpi=True`.
+module adds how the engine runs each, in two plain tables: the shared-memory algorithms (sequential, tree,
+inflight) with their searcher classes below, and the distributed ones in engine/mpi/algorithms.py (imported on
+first use: it loads MPI and the roles), each with its own config class (a dataclass with validate(); --param
+keys are its fields) and `needs_mpi=True`.
 A searcher has `search(Position, Budget, plan=None) -> SearchResult`, `reset()` and `close()`
 (engine/sequential.py). MPI algorithms that run as a job rather than in-process give `run` instead:
 `run(args) -> exit code`, called by `treesplit search` with its parsed arguments (--ranks, --bcast-ranks,
@@ -17,6 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from engine.inflight import InFlightConfig, InFlightSearcher
+from engine.sequential import SearchConfig, SequentialSearcher
+from engine.tree_parallel import TreeSearcher
 from model import algorithms as table
 from model.config import from_dict, with_overrides
 from model.errors import UserError
@@ -34,11 +37,12 @@ class Algorithm:
     needs_mpi: bool = False
 
 
-_REGISTRY: dict[str, Algorithm] = {}
-
-
-def register(algo: Algorithm) -> None:
-    _REGISTRY[algo.name] = algo
+# the shared-memory algorithms; the distributed ones are engine/mpi/algorithms.py's table
+SHARED_MEMORY: dict[str, Algorithm] = {a.name: a for a in (
+    Algorithm("sequential", table.get("sequential").description, SearchConfig, SequentialSearcher),
+    Algorithm("tree", table.get("tree").description, SearchConfig, TreeSearcher),
+    Algorithm("inflight", table.get("inflight").description, InFlightConfig, InFlightSearcher),
+)}
 
 
 def names() -> list[str]:
@@ -48,11 +52,12 @@ def names() -> list[str]:
 def get(name: str) -> Algorithm:
     if name not in table.ALGORITHMS:
         raise UserError(f"unknown algorithm {name!r} (available: {', '.join(names())})")
-    if name not in _REGISTRY:  # a distributed one, not loaded yet
-        from engine.mpi.algorithms import register_all
+    if name in SHARED_MEMORY:
+        return SHARED_MEMORY[name]
+    # the MPI table loads MPI and the roles' kernels (seconds): only when a distributed algorithm is asked for
+    from engine.mpi.algorithms import DISTRIBUTED
 
-        register_all()
-    return _REGISTRY[name]
+    return DISTRIBUTED[name]
 
 
 def make_config(name: str, params: dict[str, Any] | None = None, **settings: Any):
@@ -69,17 +74,3 @@ def make_searcher(name: str, config) -> Any:
     if algo.make_searcher is None:
         raise UserError(f"algorithm {name!r} runs as an MPI job, not inside this process")
     return algo.make_searcher(config)
-
-
-def _builtin() -> None:
-    from engine.inflight import InFlightConfig, InFlightSearcher
-    from engine.sequential import SearchConfig, SequentialSearcher
-    from engine.tree_parallel import TreeSearcher
-
-    for name, config_cls, searcher in (("sequential", SearchConfig, SequentialSearcher),
-                                       ("tree", SearchConfig, TreeSearcher),
-                                       ("inflight", InFlightConfig, InFlightSearcher)):
-        register(Algorithm(name, table.get(name).description, config_cls, searcher))
-
-
-_builtin()

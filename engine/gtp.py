@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import Callable
 
 from model.errors import UserError
+from model.go.game import GoGame
+from model.go.rules import S_PASSES
 from model.stats import wilson_interval
+from model.version import package_version
 
 BLACK, WHITE = 0, 1
 MIN_SIZE, MAX_SIZE = 2, 19
@@ -175,8 +178,6 @@ def resume(game) -> None:
     """Let play go on after two passes (a GTP controller may continue, e.g. a KGS-style clean-up phase):
     the game record otherwise refuses moves once both sides have passed."""
     if game.is_over:
-        from model.go.rules import S_PASSES
-
         game.state[S_PASSES] = 0
 
 
@@ -199,11 +200,9 @@ class GtpEngine:
         """`new_game(size, komi)` makes an empty game record (default GoGame) and `now()` reads the clock
         that charges our thinking time; both injectable for tests."""
         if new_game is None:
-            from model.go.game import GoGame
-
             new_game = GoGame
         if version is None:
-            from treesplit import __version__ as version
+            version = package_version()
         self.player = player
         self._new_game = new_game
         self.name = name
@@ -479,7 +478,6 @@ class GtpEngine:
             data = Path(args[0]).read_bytes()
         except OSError:
             raise GtpError("cannot load file") from None
-        from model.go.game import GoGame
 
         try:
             game = GoGame.from_sgf(data)

@@ -1,6 +1,6 @@
 """The `inflight` algorithm: the sequential search with S_par simulations in flight at once, on one core.
 
-What a distributed search loses against a sequential one at equal simulation counts (seed 000 4.3.2,
+What a distributed search loses against a sequential one at equal simulation counts (Schaefers 2014, 4.3.2,
 Figure 4.15) comes from its S_par simulations in flight: each selects its path while S_par - 1 others have
 not yet reported, seeing only their virtual losses. This searcher reproduces exactly that and nothing else
 (no network, no duplication, no load balance): the UCT-Treesplit role of model/roles on one search rank
@@ -23,6 +23,8 @@ from engine.sequential import Position, SearchConfig, SequentialSearcher
 from engine.timecontrol import Budget
 from model import uct
 from model.config import check
+from model.roles import Layout, Setup, make_role
+from model.roles.loopback import Loopback
 
 CHUNK_SECONDS = 0.05  # a timed search looks at the clock about this often (each look drains the pipeline)
 
@@ -44,9 +46,6 @@ class InFlightSearcher(SequentialSearcher):
         super().__init__(config, **kw)
 
     def _loopback(self, pos: Position, sims: int, counters: np.ndarray) -> int:
-        from model.roles import Layout, Setup, make_role
-        from model.roles.loopback import Loopback
-
         cfg = self.config
         uct_params = {k: v for k, v in cfg.uct_params().as_dict().items()}
         params = {**uct_params, "overload": cfg.s_par, "fuse": False}

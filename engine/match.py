@@ -23,12 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from model.config import check
-from model.errors import UserError
-from model.stats import match_stats
+from sgfmill import sgf
+from tqdm import tqdm
 
 from engine.gtp import resume
 from engine.gtp_client import GtpDied, GtpEndpoint, GtpProcess, GtpReply, GtpTimeout
+from engine.results import write_json
+from model.config import check
+from model.errors import UserError
+from model.go.game import GoGame
+from model.stats import match_stats
 
 BLACK, WHITE = 0, 1
 COLOR_ARG = ("b", "w")
@@ -132,8 +136,6 @@ class Referee:
                  size: int, komi: float, move_cap: int, timeout: float, allow_cleanup: bool = True,
                  new_game: Callable[[int, float], object] | None = None):
         if new_game is None:
-            from model.go.game import GoGame
-
             new_game = GoGame
         self.engines = (black, white)
         self.checker = checker
@@ -300,7 +302,6 @@ def play_one(cfg: MatchConfig, index: int, ours: GtpEndpoint, out: Path | None,
 
 def annotate_sgf(data: bytes, black: str, white: str, result: str, comment: str) -> bytes:
     """Add player names, the referee's result and how the game ended to an SGF record."""
-    from sgfmill import sgf
 
     game = sgf.Sgf_game.from_bytes(data)
     root = game.get_root()
@@ -410,7 +411,6 @@ def run_match(cfg: MatchConfig, make_engine: Callable[[], GtpEndpoint], out: Pat
     `make_opponent()` when given: an in-process opponent (self-play without a process start per game);
     cfg.opponent then only labels it.
     """
-    from tqdm import tqdm
 
     cfg.validate()
     if out is not None:
@@ -458,7 +458,6 @@ def run_match(cfg: MatchConfig, make_engine: Callable[[], GtpEndpoint], out: Pat
     results.sort(key=lambda r: r.index)
     summary = summarize(cfg, results, engine_info)
     if out is not None:
-        from model.results import write_json
 
         write_json("summary", summary, directory=out)
     return summary

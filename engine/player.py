@@ -16,9 +16,11 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
-from engine.sequential import SearchConfig
+from engine import algorithms
+from engine.sequential import Position, SearchConfig
 from engine.timecontrol import Allocation, Budget, ClockState, ThinkPlan, TimeConfig, allocate
-from model.config import check
+from model.config import check, with_overrides
+from model.go import board
 from model.uct import RootChild
 
 DEFAULT_SIMS = 10_000
@@ -48,7 +50,6 @@ class PlayerConfig(SearchConfig, TimeConfig):
         check(self.sims is None or self.sims >= 1, "sims", "must be >= 1")
         check(self.seconds is None or self.seconds > 0, "seconds", "must be > 0")
         check(self.policy in ("random", "light"), "policy", "random or light")
-        from engine import algorithms
 
         algorithms.get(self.algo)  # an unknown or unavailable algorithm is an error now, not at genmove
         check(isinstance(self.algo_params, dict), "algo_params", "must be a table of key = value")
@@ -56,9 +57,6 @@ class PlayerConfig(SearchConfig, TimeConfig):
 
     def algo_config(self):
         """The algorithm's config: the shared fields it has, then algo_params."""
-        from engine import algorithms
-        from model.config import with_overrides
-
         cfg = self.part(algorithms.get(self.algo).config_cls)
         return with_overrides(cfg, self.algo_params) if self.algo_params else cfg
 
@@ -82,8 +80,6 @@ def merge_children(a: list[RootChild], b: list[RootChild]) -> list[RootChild]:
 
 class Player:
     def __init__(self, config: PlayerConfig | None = None):
-        from engine import algorithms
-
         self.config = config or PlayerConfig()
         self.config.validate()
         self.searcher = algorithms.make_searcher(self.config.algo, self.config.algo_config())
@@ -113,8 +109,6 @@ class Player:
 
     # -- moves ---------------------------------------------------------------------------------------------
     def _params(self, game) -> np.ndarray:
-        from model.go import board
-
         if self._g is None or int(self._g[board.G_SIZE]) != game.size or self._g[board.G_KOMI2] != int(game.komi * 2):
             self._g = board.make_params(game.size, game.komi, self.config.policy)
         return self._g
@@ -138,9 +132,6 @@ class Player:
 
     def _position(self, game, color: int):
         """The search's start: `game`'s position with `color` to move."""
-        from engine.sequential import Position
-        from model.go import board
-
         s = game.state.copy()
         board.set_to_move(s, color)
         return Position(self._params(game), s, game.superko_array())
@@ -167,7 +158,6 @@ class Player:
     def genmove(self, game, color: int, cleanup: bool = False, time_left: float | None = None,
                 stones_left: int = 0) -> int | None:
         """The action to play for `color` (0 Black, 1 White) in `game` (a GoGame), or None to resign."""
-        from model.go import board
 
         n = game.size * game.size
         pos = self._position(game, color)

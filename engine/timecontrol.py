@@ -1,7 +1,7 @@
 """How long to think for one move: fixed budgets, game clocks, and the root-statistics heuristics.
 
 Pure functions and small classes, no clock of their own (the searcher passes times in), so every rule is
-testable without sleeping. From seed 002 (Huang, chapter 5):
+testable without sleeping. From Huang 2011, chapter 5:
   - basic formula:     ThinkingTime = Remaining / C
   - enhanced formula:  ThinkingTime = Remaining / (C + max(MaxPly - Ply, 0))   (5.4; C = 80, MaxPly = 160
     for 19x19; scaled by board points / 361 for other sizes unless set)
@@ -79,7 +79,7 @@ def basic_time(remaining: float, c: float) -> float:
 
 
 def enhanced_time(remaining: float, ply: int, c: float, max_ply: int) -> float:
-    """Remaining / (C + max(MaxPly - Ply, 0)), Ply counted from 0 (seed 002 5.4)."""
+    """Remaining / (C + max(MaxPly - Ply, 0)), Ply counted from 0 (Huang 2011, 5.4)."""
     return max(remaining, 0.0) / (c + max(max_ply - ply, 0))
 
 
@@ -144,7 +144,7 @@ def summarize(children, mean: float, min_share: float) -> RootSummary | None:
 
 
 class ThinkPlan:
-    """Algorithm 1 of seed 002 for one move: after the main budget, maybe think P x T more when behind,
+    """Algorithm 1 of Huang 2011 for one move: after the main budget, maybe think P x T more when behind,
     then T / 2 more when the evaluation is unstable. `next(summary)` gives the next extension or None."""
 
     def __init__(self, cfg: TimeConfig, base: Budget, hard_limit: float | None = None):

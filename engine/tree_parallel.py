@@ -1,6 +1,6 @@
 """The `tree` algorithm: T threads of one process run whole simulations on one shared table.
 
-Tree parallelization with virtual loss (Chaslot et al.; seed 000 4.1): every thread runs model/uct.py's
+Tree parallelization with virtual loss (Chaslot et al.; Schaefers 2014, 4.1): every thread runs model/uct.py's
 fused kernel, which releases the GIL, on the same transposition table. There are no locks: slot claims
 and node expansion use compare-and-swap (model/tt.py), visit counts, value sums and virtual losses use
 atomic adds, so no update of those is lost and root visits equal the simulations run. Only AMAF

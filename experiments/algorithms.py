@@ -1,5 +1,5 @@
-"""algorithms: seed 001's comparison of root, leaf, tds, dfuct and treesplit by PPS and NPS as compute grows,
-on Lines of Action (seed 001's domain) and on Go 9x9 - measured where it fits, predicted beyond.
+"""algorithms: Christoph 2020's comparison of root, leaf, tds, dfuct and treesplit by PPS and NPS as compute grows,
+on Lines of Action (Christoph 2020's domain) and on Go 9x9 - measured where it fits, predicted beyond.
 
 Three sources, one chart per domain and metric, x = worker cores:
   - measured here: each algorithm on 1 and 2 real MPI ranks (one worker thread each; engine/mpi), a timed
@@ -8,7 +8,7 @@ Three sources, one chart per domain and metric, x = worker cores:
     1-core reference.
   - measured on a 16-core Xeon (Go 19x19, random playouts; experiments/results/bench_parallel_scaling-16core
     *.json, `treesplit bench parallel`): treesplit, tds, root and leaf on 1 ... 16 ranks.
-  - predicted: the simulator (statistical fidelity) with sim/profiles/lengau.toml, seed 001's cluster (CNs of
+  - predicted: the simulator (statistical fidelity) with sim/profiles/lengau.toml, Christoph 2020's cluster (CNs of
     12 cores, FDR InfiniBand) with our engine's package costs, 1 ... 128 CNs (11 workers each); LOA's playout
     cost scaled from Go 9x9's by the playout benchmarks (experiments/results/bench-playouts-*.json). The
     statistical fidelity models treesplit, tds, root and leaf; dfuct, which it does not model, is predicted by
@@ -16,11 +16,11 @@ Three sources, one chart per domain and metric, x = worker cores:
     Predicted NPS is only the workload's nodes-per-simulation times PPS, so it is not drawn.
   `reuse_measured = true` keeps the measured rows of the last run in the output directory and only predicts
   again (a simulator change does not need the real ranks again).
-Strength (seed 001's Figure 5.9, each agent against a 1-CN reference): with `strength_games` > 0, each algorithm
+Strength (Christoph 2020's Figure 5.9, each agent against a 1-CN reference): with `strength_games` > 0, each algorithm
 on `strength_ranks` real ranks plays that many games of each game in `strength_on` (Go 9x9 through the GTP
-referee; LOA, seed 001's domain, refereed by its own rules: experiments/games.py) against the sequential search
+referee; LOA, Christoph 2020's domain, refereed by its own rules: experiments/games.py) against the sequential search
 at the same seconds per move, colours alternating, which is as far as this machine's cores reach. On LOA no
-side uses RAVE (seed 001's agents have none); on Go all but dfuct do. With `reuse_measured`, an earlier run's
+side uses RAVE (Christoph 2020's agents have none); on Go all but dfuct do. With `reuse_measured`, an earlier run's
 strength.csv is kept unless `strength_games` asks for new games, and then its rows of the games not played
 again stay.
 """
@@ -29,19 +29,35 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bokeh.layouts import column, row
+from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
 
+from engine import algorithms
+from engine.mpi import DistributedConfig, run_distributed
+from engine.player import PlayerConfig
+from engine.sequential import Position
+from engine.timecontrol import Budget
+from experiments.games import play, play_loa
+from experiments.report import Outcome, Section, figure, quote, table_widget
 from experiments.runner import kept
-from model.config import check
+from model.config import check, from_dict
+from model.errors import UserError
+from model.game import make_game
+from model.results import REFERENCE_DIR
+from sim.profile import load_profile, profile_from_dict
+from sim.simulate import SimConfig, simulate
 
 QUESTION = ("How do root, leaf, tds, dfuct and treesplit compare by playouts per second (PPS) and nodes per second "
             "(NPS) as compute grows, on Lines of Action and on Go: measured on real ranks here and on 16 cores, "
-            "predicted by the simulator up to 128 compute nodes of seed 001's cluster; and by strength against the "
-            "sequential search where real ranks fit (Go 9x9 and Lines of Action)?")
-REFERENCE = ("Seed 001 (Christoph 2020), 5.3.1-5.3.3: Figures 5.7 (PPS), 5.8 (NPS) and 5.9 (win rate) of root/leaf, "
+            "predicted by the simulator up to 128 compute nodes of Christoph 2020's cluster; and by strength against "
+            "the sequential search where real ranks fit (Go 9x9 and Lines of Action)?")
+REFERENCE = ("Christoph 2020, 5.3.1-5.3.3: Figures 5.7 (PPS), 5.8 (NPS) and 5.9 (win rate) of root/leaf, "
              "root/tree, leaf, TDS, df-UCT and UCT-Treesplit agents on LOA, 1 ... 128 CNs of 12 cores on the Lengau "
              "cluster (FDR InfiniBand), 1 s per move. Its figures reach us as prose.")
 ALGOS = ("root", "leaf", "tds", "dfuct", "treesplit")
@@ -94,8 +110,6 @@ def _game_args(cfg: Config, game: str) -> dict:
 
 
 def measure_mpi(cfg: Config, game: str, algo: str, ranks: int) -> dict:
-    from engine.mpi import DistributedConfig, run_distributed
-
     dc = DistributedConfig(algo=algo, ranks=ranks, bcast_ranks=None if algo == "treesplit" else 0, threads=1,
                            seconds=cfg.seconds, seed=cfg.seed, **_game_args(cfg, game))
     res = run_distributed(dc, timeout=cfg.timeout)
@@ -104,11 +118,6 @@ def measure_mpi(cfg: Config, game: str, algo: str, ranks: int) -> dict:
 
 
 def measure_sequential(cfg: Config, game: str) -> dict:
-    from engine import algorithms
-    from engine.sequential import Position
-    from engine.timecontrol import Budget
-    from model.game import make_game
-
     a = _game_args(cfg, game)
     g, s = make_game(game, size=a["board"], komi=7.0, **a["game_params"])
     searcher = algorithms.make_searcher("sequential", algorithms.make_config("sequential", {}, seed=cfg.seed))
@@ -122,7 +131,6 @@ def measure_sequential(cfg: Config, game: str) -> dict:
 
 def bench_16core() -> pd.DataFrame:
     """The 16-core Xeon's measured points (Go 19x19, random playouts) from the kept benchmark files."""
-    from model.results import REFERENCE_DIR
 
     rows = []
     for name in BENCH_16:
@@ -144,7 +152,6 @@ def bench_16core() -> pd.DataFrame:
 
 def _playout_scale(game: str) -> float:
     """LOA's playout cost relative to Go 9x9's, from the playout benchmarks (1.0 for Go)."""
-    from model.results import REFERENCE_DIR
 
     if game == "go":
         return 1.0
@@ -153,9 +160,6 @@ def _playout_scale(game: str) -> float:
 
 
 def predict(cfg: Config, game: str, algo: str, on_point=None) -> list[dict]:
-    from sim.profile import load_profile, profile_from_dict
-    from sim.simulate import SimConfig, simulate
-
     base = load_profile(cfg.profile)
     scale = _playout_scale(game)
     data = base.to_toml()
@@ -187,8 +191,6 @@ def run(cfg: Config, out: Path):
     earlier = Path(out) / "measured.csv"
     if cfg.reuse_measured:
         if not earlier.exists():
-            from model.errors import UserError
-
             raise UserError(f"reuse_measured: no {earlier} from an earlier run")
         measured = pd.read_csv(earlier)
         print(f"  measured rows kept from {earlier} ({len(measured)})", flush=True)
@@ -219,13 +221,6 @@ def measure_strength(cfg: Config, out: Path, kept_rows: pd.DataFrame | None = No
     """Each algorithm on cfg.strength_ranks ranks against the sequential search, equal seconds per move, on
     each game of cfg.strength_on; `kept_rows` (an earlier run's rows of other games) stay in the table. The
     table is written after each algorithm, so a run cut short keeps the algorithms it finished."""
-    import shutil
-    import tempfile
-
-    from engine.player import PlayerConfig
-    from experiments.games import play, play_loa
-    from model.config import from_dict
-
     def player(game: str, algo: str, ranks: int | None, seed: int) -> PlayerConfig:
         # Go: each algorithm's own RAVE default (df-UCT's ranks merge no AMAF data, so it plays without); LOA: none
         return from_dict(PlayerConfig, {"algo": algo, "seconds": cfg.strength_seconds, "ranks": ranks,
@@ -280,12 +275,8 @@ COLORS = {"root": "#1f77b4", "leaf": "#ff7f0e", "tds": "#2ca02c", "dfuct": "#946
 
 
 def _chart(title: str, metric: str, game_label: str, frames: list[tuple[str, pd.DataFrame]]):
-    from bokeh.models import ColumnDataSource, HoverTool
-
-    from experiments.report import figure
-
     f = figure(title, "worker cores", metric.upper() + " (per second)",
-               f"{metric.upper()} against worker cores, {game_label}: lines = simulator on seed 001's cluster "
+               f"{metric.upper()} against worker cores, {game_label}: lines = simulator on Christoph 2020's cluster "
                "(11 workers per CN), filled circles = measured here, squares = measured on a 16-core Xeon "
                "(Go 19x19, random playouts).", x_axis_type="log", y_axis_type="log", width=560, height=380)
     rends = []
@@ -310,10 +301,6 @@ def _chart(title: str, metric: str, game_label: str, frames: list[tuple[str, pd.
 
 
 def outcome(cfg: Config, tables: dict):
-    from bokeh.layouts import column, row
-
-    from experiments.report import Outcome, Section, quote, table_widget
-
     m, b16, p = tables["measured"], tables["bench16"], tables["predicted"]
     sections = []
     for game in cfg.games:
@@ -335,7 +322,7 @@ def outcome(cfg: Config, tables: dict):
                   "in terms of PPS even though it performs poorly with few CNs ... until 16 CNs, at which point the "
                   "increase in PPS with each doubling in CNs tapers off drastically. ... TDS, df-UCT and UCT-Treesplit "
                   "scale far better in terms of NPS as opposed to PPS ... leaf parallelisation performs particularly "
-                  "poorly in terms of NPS.", "seed 001, 5.3.1-5.3.2, Figures 5.7 and 5.8 (LOA, 1 ... 128 CNs)"),
+                  "poorly in terms of NPS.", "Christoph 2020, 5.3.1-5.3.2, Figures 5.7 and 5.8 (LOA, 1 ... 128 CNs)"),
             f"{label}: measured here on {', '.join(str(r) for r in cfg.ranks)} rank(s) x 1 worker thread, "
             f"{cfg.seconds:g} s searches from the initial position; predicted for {min(cfg.nodes)} ... "
             f"{max(cfg.nodes)} CNs of the {cfg.profile} profile."
@@ -357,12 +344,12 @@ def outcome(cfg: Config, tables: dict):
                   "SearchRank ... This effect can also be seen for TDS and df-UCT for 2 CNs. ... they are only able "
                   "to achieve a 20-40% win-rate at their strongest configurations ... df-UCT ... a win-rate of "
                   "only 7-20% at its strongest configuration.",
-                  "seed 001, 5.3.3, Figure 5.9 (LOA, 50 matches per point against 1-CN root/tree, 1 s per move)"),
+                  "Christoph 2020, 5.3.3, Figure 5.9 (LOA, 50 matches per point against 1-CN root/tree, 1 s per move)"),
             f"Ours: each algorithm on {int(st.ranks.iloc[0])} real ranks x 1 thread against our sequential search "
             f"(one core), {st.seconds_per_move.iloc[0]:g} s per move each, {int(st.games.min())}-{int(st.games.max())}"
             " games per algorithm and game, colours alternating; whiskers are 95% Wilson intervals. On Go every "
-            "player uses RAVE but dfuct, whose ranks merge no AMAF data; on LOA none does, as seed 001's agents. "
-            "Seed 001's reference is a whole multi-threaded CN and its points reach 128 CNs; ours is two ranks "
+            "player uses RAVE but dfuct, whose ranks merge no AMAF data; on LOA none does, as Christoph 2020's agents. "
+            "Christoph 2020's reference is a whole multi-threaded CN and its points reach 128 CNs; ours is two ranks "
             "against one core."))
     agreement, summary = _agreement(cfg, m, p)
     if st is not None and len(st):
@@ -374,10 +361,6 @@ def outcome(cfg: Config, tables: dict):
 
 
 def _strength_chart(st: pd.DataFrame, game: str):
-    from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
-
-    from experiments.report import figure
-
     d = st.copy()
     d["color"] = [COLORS.get(a, "gray") for a in d.algo]
     src = ColumnDataSource(d)
@@ -424,7 +407,7 @@ def _strength_words(st: pd.DataFrame, m: pd.DataFrame, game: str) -> tuple[str, 
                      + (" (their playouts per second on {} ranks, measured above: ".format(ranks)
                         + ", ".join(f"{ratio[a]:.2f}" for a in below if a in ratio) + " of the sequential search's)"
                         if any(a in ratio for a in below) else "")
-                     + ". As in seed 001, where none of its agents beat its 1-CN reference, a second rank here "
+                     + ". As in Christoph 2020, where none of its agents beat its 1-CN reference, a second rank here "
                      "costs more in messages and waiting than its core adds.")
     if even:
         parts.append(f"Not distinguishable from it at this many games: {', '.join(even)}.")
@@ -453,12 +436,12 @@ def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict
             order = sorted(sp, key=sp.get, reverse=True)
             parts.append(
                 f"Predicted PPS from {low} to {top} CNs grows " + ", ".join(f"{a} x{sp[a]:.0f}" for a in order)
-                + f" ({game}): as in seed 001, root parallelisation scales best and tds worst of the tree-sharing "
-                "methods (every simulation passes the root's owner), with treesplit in between"
+                + f" ({game}): as in Christoph 2020, root parallelisation scales best and tds worst of the "
+                "tree-sharing methods (every simulation passes the root's owner), with treesplit in between"
                 + (f"; df-UCT x{sp['dfuct']:.0f}" if "dfuct" in sp else "") + ".")
             if sp.get("leaf", 99) < 2:
-                parts.append("Unlike seed 001, where leaf parallelisation's PPS grows up to 16 CNs, our leaf does not "
-                             "scale: with our engine's costs the master's in-tree work per simulation (select + "
+                parts.append("Unlike Christoph 2020, where leaf parallelisation's PPS grows up to 16 CNs, our leaf "
+                             "does not scale: with our engine's costs the master's in-tree work per simulation (select + "
                              "update) exceeds a playout, so the single master saturates at once.")
     rk = sorted(set(int(r) for r in m.ranks.dropna())) if "ranks" in m else []
     if len(rk) >= 2:
@@ -471,14 +454,16 @@ def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict
         if ratio:
             parts.append(f"Measured here ({g0}, {rk[0]} to {rk[-1]} ranks): PPS x" + ", x".join(
                 f"{v:.2f} {a}" for a, v in ratio.items()) + "; on real ranks only root gains, the tree-sharing "
-                "methods lose to their messages, as seed 001 saw when a second search rank joined (its dip at 2-4 CNs).")
+                "methods lose to their messages, as Christoph 2020 saw when a second search rank joined (its dip "
+                "at 2-4 CNs).")
             summary["measured_pps_ratio_" + g0] = {a: round(v, 2) for a, v in ratio.items()}
     nps_rows = m[(m.algo != "sequential") & m.nps.notna()]
     if len(nps_rows):
-        parts.append("Measured NPS on 1-2 ranks is too little compute to show seed 001's NPS crossover (tree-based "
-                     "agents passing root parallelisation after 16 CNs); the simulator's NPS is only a workload "
+        parts.append("Measured NPS on 1-2 ranks is too little compute to show Christoph 2020's NPS crossover "
+                     "(tree-based agents passing root parallelisation after 16 CNs); the simulator's NPS is only a workload "
                      "parameter times PPS, so the NPS side of the comparison rests on the few measured points.")
-    parts.append("Our per-package costs are our Python/numba engine's, not seed 001's Akka agents (no RDMA, heavier "
-                 "serialisation), so absolute rates differ; the LOA prediction uses Go's tree shape with LOA's playout "
-                 "cost, and dfuct is predicted by the functional fidelity (its roles run for real), the others statistically.")
+    parts.append("Our per-package costs are our Python/numba engine's, not Christoph 2020's Akka agents (no RDMA, "
+                 "heavier serialisation), so absolute rates differ; the LOA prediction uses Go's tree shape with LOA's "
+                 "playout cost, and dfuct is predicted by the functional fidelity (its roles run for real), the others "
+                 "statistically.")
     return " ".join(parts), summary

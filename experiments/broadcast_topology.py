@@ -1,4 +1,4 @@
-"""broadcast-topology: Table 4.1 and Figure 4.5 of seed 000, with every origin's broadcast checked hop by hop.
+"""broadcast-topology: Table 4.1 and Figure 4.5 of Schaefers 2014, with every origin's broadcast checked hop by hop.
 
 Two checks per network:
   - the shape: model/topology.py's choice of (k, n, m) against the thesis's Table 4.1 (L = 12) and the
@@ -20,15 +20,25 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, Div, HoverTool, Label
+from bokeh.palettes import Category10
 
+from experiments.report import Outcome, Section, figure, quote, table_widget
 from experiments.runner import kept
 from model.config import check
+from model.roles.base import Actions, Layout, Role
+from model.roles.broadcast import TreesplitBroadcast
+from model.roles.loopback import Loopback
+from model.roles.messages import BCAST, NODE_ROW, STAT, SYNC, Message, Stats
+from model.roles.params import TreesplitParams
+from model.topology import Topology
 
 QUESTION = ("Which m-connected k-ary n-cube does eq. 4.8/4.9 choose for each number of broadcast ranks, and does "
             "every origin's broadcast reach every broadcast and search rank exactly once within n(k-1)+1 hops?")
-REFERENCE = ("Seed 000, section 4.2.6: eq. 4.8/4.9, Procedure Broadcast, Figure 4.5 (16 broadcast ranks, L = 6), "
+REFERENCE = ("Schaefers 2014, section 4.2.6: eq. 4.8/4.9, Procedure Broadcast, Figure 4.5 (16 broadcast ranks, L = 6), "
              "and Table 4.1 (the shapes used in the experiments, L = 12).")
-# Table 4.1 of seed 000: bc-ranks -> (m, k, n)
+# Table 4.1 of Schaefers 2014: bc-ranks -> (m, k, n)
 TABLE_4_1 = {1: (1, 1, 1), 2: (2, 1, 1), 4: (4, 1, 1), 8: (8, 1, 1), 16: (8, 2, 1), 32: (8, 2, 2), 64: (8, 2, 3)}
 
 
@@ -56,13 +66,6 @@ class Config:
 def verify_with_roles(B: int, L: int, seed: int = 0) -> dict:
     """Run one broadcast per origin through the real broadcast roles; return what was observed per origin:
     {'hops': {origin: {bcast index: hops}}, 'tree_edges': {origin: [(src, dst, hop)]}, 'ok': bool, 'why': str}."""
-    from model.roles.base import Actions, Layout, Role
-    from model.roles.broadcast import TreesplitBroadcast
-    from model.roles.loopback import Loopback
-    from model.roles.messages import BCAST, NODE_ROW, STAT, SYNC, Message, Stats
-    from model.roles.params import TreesplitParams
-    from model.topology import Topology
-
     M = 4 * B
     lay = Layout(M, B, peers=L)
     senders = {lay.clients(M + b)[0]: b for b in range(B)}
@@ -132,8 +135,6 @@ def verify_with_roles(B: int, L: int, seed: int = 0) -> dict:
 
 
 def sweep_topologies(max_b: int, peers: list[int]) -> pd.DataFrame:
-    from model.topology import Topology
-
     rows = []
     for L in peers:
         for B in range(1, max_b + 1):
@@ -153,12 +154,6 @@ def sweep_topologies(max_b: int, peers: list[int]) -> pd.DataFrame:
 
 
 def _figure_4_5(B: int, L: int, origin: int, check_run: dict):
-    from bokeh.models import ColumnDataSource, HoverTool, Label
-    from bokeh.palettes import Category10
-
-    from experiments.report import figure
-    from model.topology import Topology
-
     t = Topology(B, L)
     side = int(np.ceil(np.sqrt(t.m)))
     span = t.k + 1.2
@@ -203,8 +198,6 @@ def _figure_4_5(B: int, L: int, origin: int, check_run: dict):
 
 
 def run(cfg: Config, out: Path):
-    from model.topology import Topology
-
     rows = []
     for B in cfg.bcast_ranks:
         t = Topology(B, cfg.peers)
@@ -233,10 +226,6 @@ def run(cfg: Config, out: Path):
 
 def outcome(cfg: Config, tables: dict, fig_chk: dict | None = None):
     """The report from the tables; the drawn broadcast tree of Figure 4.5 is rerun when not given (ms)."""
-    from bokeh.layouts import column
-
-    from experiments.report import Outcome, Section, figure, quote, table_widget
-    from model.topology import Topology
 
     table, sweep, fig_hops = tables["table_4_1"], tables["sweep"], tables["figure_4_5_hops"]
     if fig_chk is None:
@@ -265,7 +254,7 @@ def outcome(cfg: Config, tables: dict, fig_chk: dict | None = None):
                 column(table_widget(pd.DataFrame(ref_rows), width=300),
                        _div(quote("We chose this values with the objective to keep the number of communicating peers "
                                   "for each broadcast rank below 16 while minimizing the number of required hops ... "
-                                  "it must always hold that n + m - 1 &le; 12.", "seed 000, 4.3.1, Table 4.1"))),
+                                  "it must always hold that n + m - 1 &le; 12.", "Schaefers 2014, 4.3.1, Table 4.1"))),
                 "Ours: m, k, n from model/topology.py; hops measured from the BCAST messages of the real broadcast "
                 "roles (one broadcast per origin, every origin)."),
         Section("Figure 4.5: a 3-hop broadcast, 16 broadcast ranks, L = 6",
@@ -274,7 +263,7 @@ def outcome(cfg: Config, tables: dict, fig_chk: dict | None = None):
                       "giving (k, n, m) = (2, 2, 4). The gray box marks the 4 ranks that are used in the binary "
                       "2-cube (i.e. hypercube) communication. ... The maximum number of hops needed for each message "
                       "is equal to n(k - 1) + 1 while each broadcast rank receives messages from at most L other "
-                      "broadcast ranks.", "seed 000, 4.2.6, Figure 4.5"),
+                      "broadcast ranks.", "Schaefers 2014, 4.2.6, Figure 4.5"),
                 "Each 2x2 square is one binary 2-cube (a = cube); grey lines are all logical links, coloured lines the "
                 "tree this broadcast took (hop 1, 2, 3)."),
     ]
@@ -293,6 +282,4 @@ def outcome(cfg: Config, tables: dict, fig_chk: dict | None = None):
 
 
 def _div(text: str):
-    from bokeh.models import Div
-
     return Div(text=text, width=520)

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from experiments.validate import GOAL
 from model.config import check
 from model.errors import UserError
 
@@ -111,7 +112,6 @@ class _Dashboard:
 def replay_note(engine: dict, sim: dict, cores: int, load: float | None) -> tuple[float, str]:
     """(relative error, a paragraph for the report) of the simulated replay's sims/s against the real run's:
     the error, and where it is above validate's goal, what the two runs' own figures say made them differ."""
-    from experiments.validate import GOAL
 
     meas, pred = float(engine["sims_per_s"]), float(sim["sims_per_s"])
     error = (pred - meas) / meas if meas else float("inf")

@@ -27,12 +27,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from engine.results import write_csv, write_json
 from model.errors import UserError
 from model.results import add_output_flags, output_dir
+from model.stats import match_stats
 
 ALGO_ARGS = {"tree": ["--algo", "tree", "--threads", "2"],
              "treesplit": ["--algo", "treesplit", "--ranks", "2", "--threads", "1"],
-             # one rank per machine as in seed 000: its IO thread and two workers (the IO thread idles alone)
+             # one rank per machine as in Schaefers 2014: its IO thread and two workers (the IO thread idles alone)
              "treesplit-1x3": ["--algo", "treesplit", "--ranks", "1", "--threads", "3"],
              "sequential": ["--algo", "sequential"]}
 
@@ -89,8 +91,6 @@ def summarize(runs: list[tuple[str, str, list[Path]]], name: str, question: str,
               directory: Path | None = None) -> dict:
     """runs: (label, conditions, games.csv files). Writes <name>.json and <name>-<k>.csv to `directory` (None:
     nowhere); returns the summary."""
-    from model.results import write_csv, write_json
-    from model.stats import match_stats
 
     out = {"question": question, "runs": []}
     for k, (label, conditions, csvs) in enumerate(runs):

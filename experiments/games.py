@@ -13,9 +13,23 @@ from __future__ import annotations
 import dataclasses
 import functools
 import multiprocessing
+import statistics
+import time
 from pathlib import Path
 
-from engine.player import PlayerConfig
+import pandas as pd
+
+from engine import algorithms
+from engine.gtp import GtpEngine
+from engine.gtp_client import GtpLocal
+from engine.match import MatchConfig, run_match
+from engine.player import Player, PlayerConfig
+from engine.sequential import Position
+from engine.timecontrol import Budget
+from model import uct
+from model.config import from_dict
+from model.loa.game import LoaGame
+from model.stats import match_stats
 
 WORKER_SEED_STRIDE = 7919
 
@@ -27,10 +41,6 @@ def _worker_number() -> int:
 
 def endpoint(config: PlayerConfig, size: int, komi: float, name: str):
     """An in-process GTP endpoint around a Player (module-level, so match workers can build it)."""
-    from engine.gtp import GtpEngine
-    from engine.gtp_client import GtpLocal
-    from engine.player import Player
-
     cfg = dataclasses.replace(config, seed=config.seed + WORKER_SEED_STRIDE * _worker_number())
     return GtpLocal(GtpEngine(Player(cfg), size=size, komi=komi), name=name)
 
@@ -46,9 +56,6 @@ def play(player: PlayerConfig, opponent: PlayerConfig | str, games: int, out: Pa
          komi: float = 7.0, jobs: int = 1, move_timeout: float = 600.0) -> dict:
     """Play `games` games (colours alternate) of `player` against `opponent` (a PlayerConfig: in-process;
     a string: a GTP command line). Returns the row of statistics for our side."""
-    from engine.match import MatchConfig, run_match
-    from model.config import from_dict
-
     in_process = isinstance(opponent, PlayerConfig)
     label = describe(opponent) if in_process else opponent
     mc = from_dict(MatchConfig, {"opponent": label, "games": games, "board": board, "komi": komi,
@@ -76,20 +83,8 @@ def play_loa(player: PlayerConfig, opponent: PlayerConfig, games: int, out: Path
     """Lines of Action: `player` against `opponent`, both searchers of this process (an MPI algorithm's ranks
     run in its own session), colours alternating, each side's budget its config's sims/seconds per move. GTP
     and the match referee are Go's; here the game's own rules (model/loa) referee. A game longer than
-    `max_plies` is a draw (seed 001's agents, like ours, can shuffle pieces for long); nobody resigns. Writes
+    `max_plies` is a draw (Christoph 2020's agents, like ours, can shuffle pieces for long); nobody resigns. Writes
     games.csv into `out` after each game; returns the same row as `play`."""
-    import statistics
-    import time
-
-    import pandas as pd
-
-    from engine import algorithms
-    from engine.sequential import Position
-    from engine.timecontrol import Budget
-    from model import uct
-    from model.loa.game import LoaGame
-    from model.stats import match_stats
-
     out.mkdir(parents=True, exist_ok=True)
     sides = [algorithms.make_searcher(c.algo, c.algo_config()) for c in (player, opponent)]
     budgets = [Budget(sims=c.sims, seconds=c.seconds) for c in (player, opponent)]
@@ -109,7 +104,7 @@ def play_loa(player: PlayerConfig, opponent: PlayerConfig, games: int, out: Path
                 r = sides[side].search(Position(gm.g, gm.state, uct.history_array(hashes)), budgets[side])
                 if side == 0:
                     our_secs, our_moves = our_secs + time.perf_counter() - t, our_moves + 1
-                # no resigning on LOA: every game is played out (or to the cap), as seed 001's games were
+                # no resigning on LOA: every game is played out (or to the cap), as Christoph 2020's games were
                 if r.action < 0:
                     result, reason = (-1.0 if p == 0 else 1.0), "no move"
                     break

@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 from experiments.registry import EXPERIMENTS
+from experiments.runner import CONFIG_DIR
 from model.results import REFERENCE_DIR
 
 README = Path(__file__).resolve().parent / "README.md"
@@ -26,9 +28,7 @@ def _headline(results: dict) -> str:
 
 def _overrides(name: str, config: dict) -> str:
     """The settings of a kept run that differ from configs/NAME.toml (a medium run, say), as key=value."""
-    import tomllib
 
-    from experiments.runner import CONFIG_DIR
 
     try:
         toml = tomllib.loads((CONFIG_DIR / f"{name}.toml").read_text())

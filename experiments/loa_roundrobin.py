@@ -1,4 +1,4 @@
-"""Table 5.2 of seed 001, in spirit: a round robin of the four serial LOA agents of Table 5.1 (PU-MC, PU-EF,
+"""Table 5.2 of Christoph 2020, in spirit: a round robin of the four serial LOA agents of Table 5.1 (PU-MC, PU-EF,
 FPU-MC, FPU-EF) at equal simulations per move, each pair playing --games games with colours alternating.
 The table (row beat column), each pair's win rate with its 95% Wilson interval and Elo difference, and
 every game go to results/<name>.json (or --out DIR; --update-reference: experiments/results/), the pairs and
@@ -8,7 +8,7 @@ rewritten after each game so a long run can be watched (and a cut one still leav
     .venv/bin/python -m experiments.loa_roundrobin --games 2 --sims 100        # smoke (about a minute)
     .venv/bin/python -m experiments.loa_roundrobin --games 200 --sims 1000     # the measurement (hours)
 
-Seed 001 played 1000 games a pair at one second a move; it found PU-MC first, PU-EF second, and PU-MC
+Christoph 2020 played 1000 games a pair at one second a move; it found PU-MC first, PU-EF second, and PU-MC
 beating FPU-EF 992 to 8. A game longer than --max-plies counts as a draw. --jobs J plays J games at once
 (one core each): use it only on an otherwise idle machine. Each game's seed depends only on the pair and
 the game number, so a run is reproducible whatever --jobs is.
@@ -24,8 +24,13 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+from engine.results import write_csv, write_json
 from model.errors import UserError
-from model.results import add_output_flags
+from model.loa.board import make_params
+from model.loa.game import LoaGame
+from model.loa.policy import AGENTS, Agent
+from model.results import add_output_flags, output_dir
+from model.stats import match_stats
 
 AGENT_NAMES = ("pu-mc", "pu-ef", "fpu-mc", "fpu-ef")
 
@@ -40,10 +45,6 @@ def table_slots(sims: int) -> int:
 
 def play_game(black: str, white: str, sims: int, seed: int, max_plies: int = 300) -> dict:
     """One game between two Table 5.1 agents; returns its record (result from Black's view: 1, -1, 0)."""
-    from model.loa.board import make_params
-    from model.loa.game import LoaGame
-    from model.loa.policy import AGENTS, Agent
-
     names = (black, white)
     agents = [Agent(AGENTS[n], tt_slots=table_slots(sims), seed=seed * 2 + i) for i, n in enumerate(names)]
     params = [make_params("random", AGENTS[n].knowledge) for n in names]
@@ -71,7 +72,6 @@ def schedule(agents: list[str], games: int) -> list[tuple[str, str, int]]:
 
 def summarize(agents: list[str], records: list[dict]) -> dict:
     """Table 5.2's cells (times the row agent beat the column agent), draws, and per-pair statistics."""
-    from model.stats import match_stats
 
     wins = {a: {b: 0 for b in agents if b != a} for a in agents}
     draws = {a: {b: 0 for b in agents if b != a} for a in agents}
@@ -142,9 +142,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(a: argparse.Namespace) -> int:
-    from model.loa.policy import AGENTS
-    from model.results import output_dir, write_csv, write_json
-
     directory = output_dir(a)
     agents = [x.strip() for x in a.agents.split(",") if x.strip()]
     if len(agents) < 2 or len(set(agents)) != len(agents) or any(x not in AGENTS for x in agents):

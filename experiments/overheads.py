@@ -1,4 +1,4 @@
-"""overheads: seed 000 Figures 4.18-4.21 from real engine traces, sequential and parallel.
+"""overheads: Schaefers 2014, Figures 4.18-4.21 from real engine traces, sequential and parallel.
 
 A game record (GNU Go playing itself, or given in the config) supplies positions at several move numbers.
 From each, the MPI engine runs UCT-Treesplit with a fixed number of simulations and records a trace twice:
@@ -17,13 +17,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.palettes import Category10
 
+from engine.gtp_client import GtpProcess
+from engine.mpi.config import DistributedConfig
+from engine.mpi.launch import run_distributed
+from engine.trace_files import read_trace
+from experiments.report import Outcome, Section, figure, quote
 from experiments.runner import kept
 from model.config import check
+from model.errors import UserError
+from model.go.coords import vertex_to_action
 
 QUESTION = ("How is computation time split among the work-package kinds, how often does each kind occur and how "
             "long does one package take, sequentially and in parallel, across a game?")
-REFERENCE = ("Seed 000, 4.3.3: Figure 4.18 (time per work-package kind, sequential, 10k simulations per move), "
+REFERENCE = ("Schaefers 2014, 4.3.3: Figure 4.18 (time per work-package kind, sequential, 10k simulations per move), "
              "Figure 4.19 (the same on 16(+4) CNs), Figure 4.20 (frequency of each kind) and Figure 4.21 (time per "
              "package, log scale); Gomorra on 19x19.")
 # trace kind -> the thesis's name for it
@@ -62,7 +71,6 @@ class Config:
 
 def gnugo_record(command: str, board: int, komi: float, n: int) -> list[str]:
     """GNU Go plays itself for n moves (fewer if the game ends): the vertices played."""
-    from engine.gtp_client import GtpProcess
 
     moves: list[str] = []
     with GtpProcess(command, name="gnugo") as g:
@@ -79,7 +87,6 @@ def gnugo_record(command: str, board: int, komi: float, n: int) -> list[str]:
 
 def package_table(trace_dir: Path) -> pd.DataFrame:
     """Per kind: packages, total and mean seconds (from packages.parquet; sampled traces scaled up)."""
-    from model.trace import read_trace
 
     tr = read_trace(trace_dir)
     p = tr.packages
@@ -94,9 +101,6 @@ def package_table(trace_dir: Path) -> pd.DataFrame:
 
 
 def _one(cfg: Config, actions: list[int], mode: str, trace: Path) -> dict:
-    from engine.mpi.config import DistributedConfig
-    from engine.mpi.launch import run_distributed
-
     ranks, bc = (1, 0) if mode == "sequential" else (cfg.ranks, cfg.bcast_ranks)
     dc = DistributedConfig(algo="treesplit", game="go", board=cfg.board, komi=cfg.komi, moves=actions, ranks=ranks,
                            bcast_ranks=bc, threads=1, sims=cfg.sims, seed=cfg.seed, trace=str(trace),
@@ -105,13 +109,9 @@ def _one(cfg: Config, actions: list[int], mode: str, trace: Path) -> dict:
 
 
 def run(cfg: Config, out: Path):
-    from model.go.coords import vertex_to_action
-
     record = list(cfg.record) or gnugo_record(cfg.gnugo, cfg.board, cfg.komi, max(cfg.moves))
     moves = [m for m in cfg.moves if m <= len(record)]
     if not moves:
-        from model.errors import UserError
-
         raise UserError(f"overheads: the game record has {len(record)} moves, fewer than every requested move")
     tmp = Path(tempfile.mkdtemp(prefix="treesplit-overheads-"))
     rows = []
@@ -136,10 +136,6 @@ def run(cfg: Config, out: Path):
 
 
 def _stacked(t: pd.DataFrame, mode: str, kinds: list[str], title: str):
-    from bokeh.palettes import Category10
-
-    from experiments.report import figure
-
     d = t[t["mode"] == mode].pivot(index="move", columns="kind", values="seconds_per_10k_sims").fillna(0.0)
     d = d[[k for k in kinds if k in d.columns]].reset_index()
     f = figure(title, "move number", "seconds per 10k simulations (stacked)",
@@ -153,11 +149,6 @@ def _stacked(t: pd.DataFrame, mode: str, kinds: list[str], title: str):
 
 
 def _lines(t: pd.DataFrame, mode: str, col: str, title: str, y_label: str, log_y: bool = False):
-    from bokeh.models import ColumnDataSource, HoverTool
-    from bokeh.palettes import Category10
-
-    from experiments.report import figure
-
     f = figure(title, "move number", y_label, title, y_axis_type="log" if log_y else "linear")
     rs = []
     for k in KINDS:
@@ -176,7 +167,6 @@ def _lines(t: pd.DataFrame, mode: str, col: str, title: str, y_label: str, log_y
 
 def outcome(cfg: Config, tables: dict):
     t, game = tables["overheads"], tables["game"]
-    from experiments.report import Outcome, Section, quote
 
     work = ["select", "expand", "playout", "update"]
     par_kinds = ["select", "expand", "playout", "update", "sync", "bcast"]
@@ -203,28 +193,29 @@ def outcome(cfg: Config, tables: dict):
                 _stacked(t, "sequential", work, "sequential: time per kind"),
                 quote("the total amount of time spend on average for the first move is about 9.5 seconds and about "
                       "5.2 seconds for move 300 ... the computation of the playouts makes up by far the largest portion "
-                      "of the overall computation time.", "seed 000, 4.3.3, Figure 4.18 (19x19, 10k simulations)"),
+                      "of the overall computation time.",
+                      "Schaefers 2014, 4.3.3, Figure 4.18 (19x19, 10k simulations)"),
                 f"Ours ({cfg.board}x{cfg.board}): {seq0:.2f} s per 10k simulations at move {m0}, {seq1:.2f} s at move "
                 f"{m1}; playouts take {play_seq:.0%} of the package time."),
         Section(f"Figure 4.19: time per work-package kind, parallel ({cfg.ranks}(+{cfg.bcast_ranks}) ranks)",
                 _stacked(t, "parallel", par_kinds, "parallel: time per kind"),
                 quote("We can observe an almost identical relative distribution of computation time among the work "
                       "packages as already seen with the sequential version ... these additional costs [BC update] are "
-                      "negligible when using 16(+4) CNs.", "seed 000, 4.3.3, Figure 4.19"),
+                      "negligible when using 16(+4) CNs.", "Schaefers 2014, 4.3.3, Figure 4.19"),
                 f"Ours: playouts take {play_par:.0%} of the package time in parallel ({play_seq:.0%} sequentially); "
                 f"applying shared-node updates (sync) {sync_par:.1%}."),
         Section("Figure 4.20: work packages per simulation, parallel",
                 _lines(t, "parallel", "per_sim", "packages per simulation", "packages / simulation"),
                 quote("the computation of heuristics required by PW and PB ... actually occurs rarely. About the same "
                       "is the case for playouts. In fact, most often we handle work related to the select and backup "
-                      "step.", "seed 000, 4.3.3, Figure 4.20"),
+                      "step.", "Schaefers 2014, 4.3.3, Figure 4.20"),
                 "Ours: most frequent kinds " + ", ".join(most) + "; " +
                 ", ".join(f"{k} {freq.get(k, 0):.2f}" for k in ("select", "expand", "playout", "update")) +
                 " per simulation."),
         Section("Figure 4.21: mean time per package, parallel (log scale)",
                 _lines(t, "parallel", "mean_s", "mean time per package", "seconds / package", log_y=True),
                 quote("not surprisingly, shows a very unbalanced distribution of processing times for single work "
-                      "packages.", "seed 000, 4.3.3, Figure 4.21"),
+                      "packages.", "Schaefers 2014, 4.3.3, Figure 4.21"),
                 f"Ours: a playout takes {ratio:.0f}x a select step on average."),
     ]
     def largest(mode: str) -> str:

@@ -1,4 +1,4 @@
-"""parallel-degree: seed 000 Figure 4.15, the strength lost to S_par simulations in flight at equal simulation
+"""parallel-degree: Schaefers 2014, Figure 4.15, the strength lost to S_par simulations in flight at equal simulation
 counts, in self-play on 9x9.
 
 For each simulations-per-move budget N and each degree S_par, the `inflight` searcher (engine/inflight.py:
@@ -15,20 +15,32 @@ ratio N / S_par spans a similar range (2 ... 512 against the thesis's 1 ... 8192
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
+from bokeh.palettes import Category10
 
-from experiments.runner import kept
-from model.config import check
+from engine.player import PlayerConfig
+from experiments.games import play
+from experiments.report import Outcome, Section, add_elo_plot_columns, figure, quote, table_widget
+from experiments.runner import kept, rebuild_report
+from model.config import check, from_dict
+from model.errors import ConfigError
+from model.results import REFERENCE_DIR
+from model.stats import match_stats
 
 QUESTION = ("How much playing strength do S_par simulations in flight lose against the sequential search at "
             "equal simulations per move, and does the loss shrink with more simulations per move?")
-REFERENCE = ("Seed 000, 4.3.2, Figure 4.15: Gomorra with 20 ... 1280 parallel simulations against Gomorra with "
+REFERENCE = ("Schaefers 2014, 4.3.2, Figure 4.15: Gomorra with 20 ... 1280 parallel simulations against Gomorra with "
              "10, at 1280 ... 81920 simulations per move, 1000 games per pairing, 19x19. Its data reach us as "
              "prose only.")
 
@@ -55,10 +67,6 @@ class Config:
 
 
 def point(cfg: Config, sims: int, s_par: int, out: Path) -> dict:
-    from engine.player import PlayerConfig
-    from experiments.games import play
-    from model.config import from_dict
-
     ours = from_dict(PlayerConfig, {"algo": "inflight", "sims": sims, "seed": cfg.seed,
                                     "algo_params": {"s_par": s_par}})
     ref = from_dict(PlayerConfig, {"algo": "sequential", "sims": sims, "seed": cfg.seed + 1})
@@ -98,13 +106,7 @@ def _fmt(x) -> str:
     return f"{x:+.0f}" if math.isfinite(x) else ("+inf" if x > 0 else "-inf")
 
 
-
 def outcome(cfg: Config, tables: dict):
-    from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
-    from bokeh.palettes import Category10
-
-    from experiments.report import Outcome, Section, add_elo_plot_columns, figure, quote, table_widget
-
     t = tables["points"].copy()
     add_elo_plot_columns(t)
     lo = float(min(t.elo_low_plot.min(), 0.0)) if len(t) else -100.0
@@ -138,7 +140,7 @@ def outcome(cfg: Config, tables: dict):
               "likely an effect of Progressive Widening ... We can also see that, at the long end, the search "
               "quality impairing becomes less significant the more simulations are performed per move in relation "
               "to the number of simulations that are computed in parallel.",
-              "seed 000, 4.3.2, Figure 4.15 (reference S_par = 10; S_par 20 ... 1280; N 1280 ... 81920; 19x19)"),
+              "Schaefers 2014, 4.3.2, Figure 4.15 (reference S_par = 10; S_par 20 ... 1280; N 1280 ... 81920; 19x19)"),
         f"Ours: {cfg.board}x{cfg.board}, komi {cfg.komi:g}, {int(t.games.min())}-{int(t.games.max())} games per "
         f"point; whiskers are 95% Wilson intervals mapped to Elo (a point at +-800 means every game went one way).")]
     agreement, summary = _agreement(cfg, t)
@@ -146,8 +148,6 @@ def outcome(cfg: Config, tables: dict):
 
 
 def _column(*items):
-    from bokeh.layouts import column
-
     return column(*items)
 
 
@@ -213,7 +213,6 @@ MEANS = ("mean_moves", "seconds_per_move", "mean_game_seconds")  # weighted by g
 def pool(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """One row per (sims, s_par): counts summed over the runs, win rate, Wilson interval and Elo recomputed
     from the sums (model/stats.py), per-game means weighted by each run's games."""
-    from model.stats import match_stats
 
     t = pd.concat(frames, ignore_index=True)
     rows = []
@@ -230,12 +229,6 @@ def pool(frames: list[pd.DataFrame]) -> pd.DataFrame:
 def pool_runs(directory: Path) -> Path:
     """points.csv of `directory` := the pool of its runs/*.csv; summary.json says which runs, then the report
     is rebuilt (experiments.runner.rebuild_report)."""
-    import json
-    import time
-
-    from experiments.runner import rebuild_report
-    from model.errors import ConfigError
-
     runs = sorted((directory / "runs").glob("*.csv"))
     if not runs:
         raise ConfigError(f"{directory / 'runs'}: no run CSVs to pool")
@@ -259,12 +252,6 @@ def pool_runs(directory: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    from model.errors import ConfigError
-
-    from model.results import REFERENCE_DIR
-
     ap = argparse.ArgumentParser(prog="python -m experiments.parallel_degree",
                                  description="Pool the kept runs of parallel-degree (DIR/runs/*.csv) into DIR/points.csv "
                                              "and rebuild the report.")

@@ -1,4 +1,4 @@
-"""parameters: N_dup and N_sync (seed 000 Figures 4.22, 4.23), in the simulator and in the engine.
+"""parameters: N_dup and N_sync (Schaefers 2014, Figures 4.22, 4.23), in the simulator and in the engine.
 
 Simulator part (functional fidelity: model/'s treesplit roles run for real, so duplication, synchronisation
 and broadcast merging emerge): one run per value of N_dup (N_sync at its reference) and per value of N_sync_min
@@ -20,14 +20,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, HoverTool, LinearAxis, Range1d, Whisker
 
+from engine.player import PlayerConfig
+from engine.trace_files import read_trace
+from experiments.games import play
+from experiments.report import Outcome, Section, figure, quote, table_widget
 from experiments.runner import kept
-from model.config import check
+from model.config import check, from_dict
+from model.stats import scores_differ
+from sim.simulate import SimConfig, simulate
 
 QUESTION = ("How do N_dup and N_sync (min, max = 2 min) change synchronisation traffic, hops per simulation, load "
             "imbalance and playing strength?")
-REFERENCE = ("Seed 000, 4.3.4: Figure 4.22 (strength vs N_dup, bell-shaped) and Figure 4.23 (strength vs N_sync_min "
-             "with N_sync_max = 2 N_sync_min), Gomorra on 32(+8) CNs against Pachi, 19x19; reference point "
+REFERENCE = ("Schaefers 2014, 4.3.4: Figure 4.22 (strength vs N_dup, bell-shaped) and Figure 4.23 (strength vs "
+             "N_sync_min with N_sync_max = 2 N_sync_min), Gomorra on 32(+8) CNs against Pachi, 19x19; reference point "
              "N_dup = 8192, N_sync = 8/16, alpha = 0.02, O = 5.")
 SYNC_KINDS = ("SYNC", "DUP", "BCAST")
 
@@ -73,9 +81,6 @@ class Config:
 
 
 def sim_point(cfg: Config, params: dict, tmp: Path) -> dict:
-    from model.trace import read_trace
-    from sim.simulate import SimConfig, simulate
-
     trace = tmp / "trace"
     shutil.rmtree(trace, ignore_errors=True)
     s = simulate(SimConfig(algo="treesplit", profile=cfg.profile, nodes=cfg.nodes, seconds=cfg.seconds,
@@ -98,10 +103,6 @@ def sim_point(cfg: Config, params: dict, tmp: Path) -> dict:
 
 
 def strength_point(cfg: Config, n_dup: float, out: Path) -> dict:
-    from engine.player import PlayerConfig
-    from experiments.games import play
-    from model.config import from_dict
-
     player = from_dict(PlayerConfig, {
         "algo": "treesplit", "sims": cfg.strength_sims, "seed": cfg.seed + 1, "ranks": cfg.strength_ranks,
         "threads": 1, "algo_params": {"n_dup": n_dup, "bcast_ranks": cfg.strength_bcast_ranks}})
@@ -139,10 +140,6 @@ def run(cfg: Config, out: Path):
 
 
 def _sweep_fig(d: pd.DataFrame, x: str, title: str, x_label: str):
-    from bokeh.models import ColumnDataSource, HoverTool, LinearAxis, Range1d
-
-    from experiments.report import figure
-
     f = figure(title, x_label, "per simulation", "Synchronisation messages (SYNC + DUP + BCAST) and hops (MOVE) per "
                "simulation; load imbalance (busiest search rank / mean) on the right axis.", x_axis_type="log")
     src = ColumnDataSource(d)
@@ -166,10 +163,6 @@ def _sweep_fig(d: pd.DataFrame, x: str, title: str, x_label: str):
 
 
 def _strength_fig(s: pd.DataFrame):
-    from bokeh.models import ColumnDataSource, Whisker
-
-    from experiments.report import figure
-
     f = figure("win rate against the fixed opponent vs N_dup", "N_dup", "win rate (95% Wilson interval)",
                "Engine games on 9x9 against the configured opponent.", x_axis_type="log", y_range=(0, 1))
     src = ColumnDataSource(s)
@@ -184,10 +177,6 @@ def _games(st: pd.DataFrame) -> str:
 
 
 def outcome(cfg: Config, tables: dict):
-    from bokeh.layouts import column
-
-    from experiments.report import Outcome, Section, quote, table_widget
-
     t = tables["sweeps"]
     nd = t[t.sweep == "n_dup"].sort_values("n_dup")
     ns = t[t.sweep == "n_sync"].sort_values("n_sync_min")
@@ -207,7 +196,7 @@ def outcome(cfg: Config, tables: dict):
                       "imbalances and thereby to reduced simulation rates. ... Although reducing N_dup decreases the "
                       "communication overhead for single simulations because less CN hops take place, the overhead for "
                       "synchronizing shared nodes statistics increases because more nodes are shared.",
-                      "seed 000, 4.3.1 and 4.3.4, Figure 4.22 (strength only)"),
+                      "Schaefers 2014, 4.3.1 and 4.3.4, Figure 4.22 (strength only)"),
                 f"Ours, {cfg.nodes}(+{int(lo.bcast_ranks) // 2}) CNs of the {cfg.profile} profile, {cfg.game}: from "
                 f"N_dup {lo.n_dup:g} to {hi.n_dup:g}, sync messages/sim {lo.sync_msgs_per_sim:.3f} to "
                 f"{hi.sync_msgs_per_sim:.3f}, hops/sim {lo.hops_per_sim:.2f} to {hi.hops_per_sim:.2f}, load imbalance "
@@ -223,7 +212,7 @@ def outcome(cfg: Config, tables: dict):
                 quote("We see that a reduction of the synchronization rate by increasing the value of N_sync_max leads "
                       "to reduced playing strength. ... Mind that network traffic increases when synchronizing more "
                       "frequently, i.e., for low values of N_sync_min and N_sync_max.",
-                      "seed 000, 4.3.4, Figure 4.23 (strength only)"),
+                      "Schaefers 2014, 4.3.4, Figure 4.23 (strength only)"),
                 f"Ours: from N_sync_min {slo.n_sync_min} to {shi.n_sync_min}, sync messages/sim "
                 f"{slo.sync_msgs_per_sim:.3f} to {shi.sync_msgs_per_sim:.3f}."),
     ]
@@ -232,8 +221,6 @@ def outcome(cfg: Config, tables: dict):
     sync_down = slo.sync_msgs_per_sim > shi.sync_msgs_per_sim
     strength_txt = ""
     if st is not None:
-        from model.stats import scores_differ
-
         rows = list(st.itertuples())
         above = {b.n_dup: [a.n_dup for a in rows if b.win_rate > a.win_rate
                            and scores_differ(b.win_rate, b.games, a.win_rate, a.games)] for b in rows}

@@ -1,8 +1,8 @@
-"""The experiments of issue 7, by name: the question each answers and the module that runs it.
+"""The experiments, by name: the question each answers and the module that runs it.
 
 Kept free of heavy imports so `treesplit experiment --list` is instant; `load(name)` imports the module.
-An experiment module defines `QUESTION`, `REFERENCE` (what of the seeds it reproduces), a `Config`
-dataclass with validate() (its fields are the keys of experiments/configs/NAME.toml) and
+An experiment module defines `QUESTION`, `REFERENCE` (what of the source documents, docs/REFERENCES.md, it
+reproduces), a `Config` dataclass with validate() (its fields are the keys of experiments/configs/NAME.toml) and
 `run(cfg, out: Path) -> experiments.report.Outcome`, and `outcome(cfg, tables) -> Outcome` that builds the report
 from the tables alone (`treesplit experiment NAME --report-only` rebuilds a kept report with it).
 """
@@ -37,7 +37,7 @@ EXPERIMENTS: dict[str, Entry] = {e.name: e for e in (
     Entry("parallel-degree", "How much strength do S_par simulations in parallel lose against sequential search "
           "at equal simulation counts (Figure 4.15)?", "experiments.parallel_degree"),
     Entry("algorithms", "How do root, leaf, tds, dfuct and treesplit compare by PPS, NPS and strength as nodes "
-          "grow, on LOA and Go (seed 001)?", "experiments.algorithms"),
+          "grow, on LOA and Go (Christoph 2020)?", "experiments.algorithms"),
     Entry("strength-scaling", "How does strength (against GNU Go 3.8 and in self-play) grow as ranks double, "
           "against the thesis's ~+700 Elo over 6 doublings?", "experiments.strength_scaling"),
     Entry("sim-validation", "How far are the simulator's predictions from engine measurements, for every "

@@ -2,7 +2,7 @@
 we agree. One HTML file, no server needed; Bokeh's JavaScript comes from its CDN (a report of ~50 KB
 instead of ~2 MB in git), or inlined with `inline=True` (`--inline`) for reading offline.
 
-The seeds' figures reach us as captions and prose, not data, so the reference side of a section is what the
+The source documents' figures reach us as captions and prose, not data, so the reference side of a section is what the
 seed states (numbers quoted from its text, or a table it prints) unless the module draws it.
 """
 
@@ -16,6 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from bokeh.embed import file_html
+from bokeh.layouts import column, row
+from bokeh.models import ColumnDataSource, DataTable, Div, HelpTool, TableColumn
+from bokeh.resources import CDN, INLINE
+
+from viz.views.common import make_figure
 
 
 @dataclass
@@ -53,7 +59,6 @@ def add_elo_plot_columns(t: pd.DataFrame) -> None:
 
 def figure(title: str, x_label: str, y_label: str, help_text: str = "", **kw):
     """A figure as the dashboards make them (viz/views/common.py), drawn on canvas so saved PNGs work."""
-    from viz.views.common import make_figure
 
     kw.setdefault("width", 520)
     kw.setdefault("height", 320)
@@ -61,8 +66,6 @@ def figure(title: str, x_label: str, y_label: str, help_text: str = "", **kw):
 
 
 def table_widget(df: pd.DataFrame, width: int = 520, height: int | None = None):
-    from bokeh.models import ColumnDataSource, DataTable, TableColumn
-
     cols = [TableColumn(field=str(c), title=str(c)) for c in df.columns]
     h = height or min(600, 28 + 25 * len(df))
     return DataTable(source=ColumnDataSource(df.astype(object).where(df.notna(), "")), columns=cols,
@@ -83,11 +86,6 @@ def _config_html(config: dict[str, Any]) -> str:
 
 def write_report(name: str, question: str, reference: str, config: dict[str, Any], outcome: Outcome, out: Path,
                  summary_path: Path, quick: bool = False, inline: bool = False) -> Path:
-    from bokeh.embed import file_html
-    from bokeh.layouts import column, row
-    from bokeh.models import Div, HelpTool
-    from bokeh.resources import CDN, INLINE
-
     stamp = json.loads(summary_path.read_text())
     tables = ", ".join(f"<code>{t}.csv</code>" for t in outcome.tables)
     head = Div(width=1100, text=(

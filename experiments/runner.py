@@ -23,9 +23,12 @@ from typing import Any
 
 import pandas as pd
 
-from model.config import from_dict, parse_overrides, read_toml
+from engine.config_files import read_toml
+from engine.results import write_json
+from experiments import registry
+from experiments.report import write_report
+from model.config import from_dict, parse_overrides
 from model.errors import ConfigError
-from model.results import write_json
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
@@ -74,9 +77,6 @@ def _jobs_param(mod, jobs: int | None) -> list[str]:
 def rebuild_report(name: str, d: Path, inline: bool = False) -> Path:
     """report.html again from a kept run in `d` (its summary.json and CSVs): nothing is rerun. The summary's
     agreement and headline numbers follow the current code; its date, machine and configuration stay."""
-    from experiments import registry
-    from experiments.report import write_report
-
     mod = registry.load(name)
     summary_path = d / "summary.json"
     if not summary_path.exists():
@@ -109,9 +109,6 @@ def kept(out: Path, tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
 def run_experiment(name: str, out: str | Path, quick: bool = False, params: list[str] | None = None,
                    inline: bool = False, report_only: bool = False, jobs: int | None = None) -> tuple[Path, dict]:
     """Run (or with report_only rebuild the report of) one experiment in `out`: (report.html, summary)."""
-    from experiments import registry
-    from experiments.report import write_report
-
     mod = registry.load(name)
     d = Path(out)
     if report_only:

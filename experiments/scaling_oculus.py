@@ -1,4 +1,4 @@
-"""scaling-oculus: seed 000 Figures 4.8-4.11 from the simulator on the OCuLUS profile.
+"""scaling-oculus: Schaefers 2014, Figures 4.8-4.11 from the simulator on the OCuLUS profile.
 
 For each game phase (move 10, 50, 100, 150) and each number of search compute nodes (1 ... 128, with one
 broadcast rank per four search ranks, so 128(+32) CNs at the top), one simulated run of UCT-Treesplit
@@ -18,15 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.palettes import Category10
 
+from experiments.report import Outcome, Section, figure, quote
 from experiments.runner import kept
 from model.config import check
+from sim.predict import sweep
+from sim.simulate import SimConfig, load_profile
 
 QUESTION = ("On the thesis's OCuLUS cluster, how do the simulation rate, the worker workload and the outgoing "
             "bandwidth of search and broadcast ranks develop from 1 to 128(+32) compute nodes at moves 10/50/100/150?")
-REFERENCE = ("Seed 000, 4.3.2, Figures 4.8 (simulation rate), 4.9 (worker workload), 4.10 and 4.11 (outgoing "
+REFERENCE = ("Schaefers 2014, 4.3.2, Figures 4.8 (simulation rate), 4.9 (worker workload), 4.10 and 4.11 (outgoing "
              "bandwidth of search and broadcast ranks) vs compute nodes (CNs), 19x19, 2 MPI ranks per CN.")
-AVAILABLE_GBIT_PER_RANK = 16.0  # seed 000: 4xQDR, ~32 Gbit/s per CN, two ranks per CN
+AVAILABLE_GBIT_PER_RANK = 16.0  # Schaefers 2014: 4xQDR, ~32 Gbit/s per CN, two ranks per CN
 
 
 @dataclass
@@ -62,9 +67,6 @@ def seq_time(cfg: Config, move: int) -> float:
 
 
 def run(cfg: Config, out: Path):
-    from sim.predict import sweep
-    from sim.simulate import SimConfig, load_profile
-
     base_playout = load_profile(cfg.profile).costs["playout"]
     frames = []
     for move in cfg.moves:
@@ -87,11 +89,6 @@ def run(cfg: Config, out: Path):
 
 
 def _curves(title, col, y_label, help_text, table, log_y=False, ideal=False, hline=None, y_range=None):
-    from bokeh.models import ColumnDataSource, HoverTool
-    from bokeh.palettes import Category10
-
-    from experiments.report import figure
-
     kw = dict(x_axis_type="log", y_axis_type="log" if log_y else "linear")
     if y_range:
         kw["y_range"] = y_range
@@ -116,7 +113,6 @@ def _curves(title, col, y_label, help_text, table, log_y=False, ideal=False, hli
 
 def outcome(cfg: Config, tables: dict):
     t = tables["scaling"]
-    from experiments.report import Outcome, Section, quote
 
     mid = 32 if 32 in cfg.nodes else sorted(cfg.nodes)[len(cfg.nodes) // 2]
     top = max(cfg.nodes)
@@ -132,27 +128,27 @@ def outcome(cfg: Config, tables: dict):
                 "Simulated simulation rate per game phase; dashed: linear from the smallest configuration.", t,
                 log_y=True, ideal=True),
                 quote("We can see that the number of simulations scales uniformly for up to 32(+8) CNs and observe "
-                      "a slightly degraded scalability for more nodes.", "seed 000, 4.3.2, Figure 4.8"),
+                      "a slightly degraded scalability for more nodes.", "Schaefers 2014, 4.3.2, Figure 4.8"),
                 f"Ours: mean parallel efficiency (rate per node relative to 1 CN) {e_mid:.2f} at {mid} CNs and "
                 f"{e_top:.2f} at {top} CNs, averaged over the game phases."),
         Section("Figure 4.9: worker workload", _curves("average worker workload", "busy_frac", "busy fraction",
                 "Fraction of time the worker cores run work packages.", t, y_range=(0, 1.05)),
                 quote("Figure 4.9 in contrast shows a more remarkable drop of measured workloads when using more "
-                      "than 32(+8) CNs.", "seed 000, 4.3.2, Figure 4.9"),
+                      "than 32(+8) CNs.", "Schaefers 2014, 4.3.2, Figure 4.9"),
                 f"Ours: mean workload {b_one:.2f} at {min(cfg.nodes)} CN, {b_mid:.2f} at {mid}, {b_top:.2f} at {top}."),
         Section("Figure 4.10: outgoing bandwidth per search rank",
                 _curves("outgoing bandwidth, search ranks", "out_gbit_per_rank", "Gbit/s per rank",
                         "Bytes sent per second by a search rank (MOVE, UPDATE, SYNC, ...).", t),
                 quote("In both cases, the required bandwidth remains well below the available bandwidth for any "
                       "configuration. ... the total amount of bandwidth available per MPI rank is about 16 Gbit/s.",
-                      "seed 000, 4.3.2, Figures 4.10, 4.11"),
+                      "Schaefers 2014, 4.3.2, Figures 4.10, 4.11"),
                 f"Ours: at most {max_s:.3g} Gbit/s per search rank (available {AVAILABLE_GBIT_PER_RANK:g})."),
         Section("Figure 4.11: outgoing bandwidth per broadcast rank",
                 _curves("outgoing bandwidth, broadcast ranks", "bcast_out_gbit_per_rank", "Gbit/s per rank",
                         "Bytes sent per second by a broadcast rank (BCAST to peers, SYNC/DUP to its search ranks).",
                         t[t.bcast_nodes > 0]),
                 quote("The corresponding measures for broadcast ranks are shown in Figure 4.11 ... the required "
-                      "bandwidth remains well below the available bandwidth.", "seed 000, 4.3.2, Figure 4.11"),
+                      "bandwidth remains well below the available bandwidth.", "Schaefers 2014, 4.3.2, Figure 4.11"),
                 f"Ours: at most {max_b:.3g} Gbit/s per broadcast rank."),
     ]
     uniform = e_mid >= 0.8

@@ -17,16 +17,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, HoverTool, Span
 
+from engine.results import stamp as machine_stamp
+from experiments.report import Outcome, Section, figure, quote, table_widget
 from experiments.runner import kept
+from experiments.validate import ValidateConfig, validate, within_spread
 from model.config import check
 
 QUESTION = ("How far are the simulator's predictions (sims/s, messages, bytes, hops per simulation, busy fraction) "
             "from the real engine's measurements for every configuration that runs here, and does that change from "
             "run to run?")
 REFERENCE = ("No seed figure: the goal of issue 4 (`treesplit validate`) is a relative error within 15% for every "
-             "figure of every configuration that runs on this machine. Seed 000 gives the kind of figures compared "
-             "(simulation rate, workload, bandwidth; Figures 4.8-4.11).")
+             "figure of every configuration that runs on this machine. Schaefers 2014 gives the kind of figures "
+             "compared (simulation rate, workload, bandwidth; Figures 4.8-4.11).")
 HISTORY = "history.csv"
 FIGURES = ("sims_per_s", "messages_per_sim", "bytes_per_sim", "hops_per_sim", "busy_frac")
 
@@ -58,9 +63,6 @@ def git_commit() -> str:
 
 
 def history_row(res: dict, cfg: Config) -> dict:
-    from experiments.validate import within_spread
-    from model.results import stamp as machine_stamp
-
     stamp = machine_stamp()
     rows = res["rows"]
     errs = [abs(r[f"{f}_error"]) for r in rows for f in FIGURES
@@ -109,8 +111,6 @@ def _spread_words(last) -> str:
 
 
 def run(cfg: Config, out: Path):
-    from experiments.validate import ValidateConfig, validate
-
     vc = ValidateConfig(boards=tuple(cfg.boards), quick=cfg.subset, seconds=cfg.seconds or None,
                         profile=cfg.profile or None, pingpong=cfg.pingpong)
     res = validate(vc, log=lambda s: print(s, flush=True))
@@ -121,11 +121,6 @@ def run(cfg: Config, out: Path):
 
 
 def outcome(cfg: Config, tables: dict):
-    from bokeh.layouts import column
-    from bokeh.models import ColumnDataSource, HoverTool, Span
-
-    from experiments.report import Outcome, Section, figure, quote, table_widget
-
     t, h = tables["validate"], tables["history"]
     goal = 0.15
     err = t.melt(id_vars=["config"], value_vars=[f"{f}_error" for f in FIGURES], var_name="figure",

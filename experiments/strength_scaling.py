@@ -1,4 +1,4 @@
-"""strength-scaling: playing strength as MPI ranks double (seed 000 Figures 4.7, 4.13/4.14), on real ranks.
+"""strength-scaling: playing strength as MPI ranks double (Schaefers 2014, Figures 4.7, 4.13/4.14), on real ranks.
 
 UCT-Treesplit (engine/mpi, one worker thread per rank, the default one broadcast rank per four search ranks)
 plays with a fixed time per move, so more ranks can only help through more simulations per move:
@@ -17,19 +17,29 @@ from __future__ import annotations
 
 import math
 import shutil
+import statistics
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
 
+from engine import algorithms
+from engine.player import PlayerConfig
+from engine.sequential import Position
+from engine.timecontrol import Budget
+from experiments.games import play
+from experiments.report import ELO_CAP, Outcome, Section, add_elo_plot_columns, figure, plot_elo, quote, table_widget
 from experiments.runner import kept
-from model.config import check
+from model.config import check, from_dict
+from model.go import board
 
 QUESTION = ("How does playing strength grow as MPI ranks double at a fixed time per move, against GNU Go 3.8 and "
             "in self-play, compared with the thesis's ~+700 Elo over 6 doublings?")
-REFERENCE = ("Seed 000, 4.3.2: Figure 4.7 (self-play, 1 ... 64(+16) CNs, reference 8(+2) CNs; 'the parallel version "
-             "improves by about 700 ELO from 6 doublings of the number of CNs'), Figures 4.13/4.14 (against FUEGO "
+REFERENCE = ("Schaefers 2014, 4.3.2: Figure 4.7 (self-play, 1 ... 64(+16) CNs, reference 8(+2) CNs; 'the parallel "
+             "version improves by about 700 ELO from 6 doublings of the number of CNs'), Figures 4.13/4.14 (against FUEGO "
              "and Pachi: gains up to 32(+8) CNs, about 400 Elo against FUEGO), 19x19, 10 min per game.")
 THESIS_ELO_PER_DOUBLING = 700 / 6
 
@@ -65,21 +75,12 @@ def _cores(ranks: int, threads: int) -> int:
 
 
 def player(cfg: Config, ranks: int, seed: int):
-    from engine.player import PlayerConfig
-    from model.config import from_dict
-
     return from_dict(PlayerConfig, {"algo": cfg.algo, "seconds": cfg.seconds, "ranks": ranks, "threads": cfg.threads,
                                     "seed": seed})
 
 
 def probe(cfg: Config, ranks: int, searches: int = 3) -> float:
     """Median simulations per move that `ranks` ranks make in cfg.seconds from the empty board, now."""
-    import statistics
-
-    from engine import algorithms
-    from engine.sequential import Position
-    from engine.timecontrol import Budget
-    from model.go import board
 
     g = board.make_params(cfg.board, cfg.komi, "light")
     searcher = algorithms.make_searcher(cfg.algo, player(cfg, ranks, cfg.seed).algo_config())
@@ -92,8 +93,6 @@ def probe(cfg: Config, ranks: int, searches: int = 3) -> float:
 
 
 def run(cfg: Config, out: Path):
-    from experiments.games import play
-
     sims = {r: probe(cfg, r) for r in cfg.ranks}
     print("  simulations per move from the empty board: " + ", ".join(f"{r} rank(s) {n:.0f}" for r, n in sims.items()),
           flush=True)
@@ -138,13 +137,7 @@ def _say(r: dict, what: str) -> None:
           f"[{_fmt(r['elo_low'], -1)}, {_fmt(r['elo_high'])}], {r['seconds_per_move'] or 0:.2f} s/move", flush=True)
 
 
-
 def outcome(cfg: Config, tables: dict):
-    from bokeh.layouts import column
-    from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
-
-    from experiments.report import ELO_CAP, Outcome, Section, add_elo_plot_columns, figure, quote, table_widget
-
     t = tables["games"].copy()
     add_elo_plot_columns(t)
     base = cfg.ranks[0]
@@ -185,7 +178,7 @@ def outcome(cfg: Config, tables: dict):
         Section("Figure 4.7: self-play strength as ranks double", column(f1, table_widget(shown, width=560)),
                 quote("the sequential version can improve by more than 1000 ELO from 6 doublings of the number of "
                       "simulations performed per move whereas the parallel version improves by about 700 ELO from 6 "
-                      "doublings of the number of CNs.", "seed 000, 4.3.2, Figure 4.7 (19x19, 10 min per game, "
+                      "doublings of the number of CNs.", "Schaefers 2014, 4.3.2, Figure 4.7 (19x19, 10 min per game, "
                       "reference 8(+2) CNs)"),
                 f"Ours: {cfg.board}x{cfg.board}, {cfg.seconds:g} s per move, {cfg.algo} with {cfg.threads} worker "
                 f"thread(s) per rank; a point at +-{ELO_CAP:.0f} means every game went one way."),
@@ -193,7 +186,7 @@ def outcome(cfg: Config, tables: dict):
                 quote("Also against FUEGO we measured a significant improvement in playing strength when using more "
                       "CNs for up to 32(+8) CNs. However, gaining about 400 Elo, the improvement is considerably less "
                       "than in self-play where we achieved more than 700 Elo (see Figure 4.7).",
-                      "seed 000, 4.3.2, Figures 4.13 (FUEGO) and 4.14 (Pachi)"),
+                      "Schaefers 2014, 4.3.2, Figures 4.13 (FUEGO) and 4.14 (Pachi)"),
                 f"Ours: {cfg.opponent}."),
     ]
     agreement, summary = _agreement(cfg, g, s)
@@ -208,8 +201,6 @@ def t_probe(g: pd.DataFrame, s: pd.DataFrame) -> dict:
 
 
 def _agreement(cfg: Config, g: pd.DataFrame, s: pd.DataFrame) -> tuple[str, dict]:
-    from experiments.report import plot_elo
-
     base = cfg.ranks[0]
     parts = []
     summary: dict = {"seconds_per_move": cfg.seconds}

@@ -2,8 +2,8 @@
 at once on T threads (each its own table), and one sequential search, on an empty Go board. Independent searches
 pay only for the machine's busy cores; the shared tree pays for that and for the threads' updates of the same
 nodes (engine/tree_parallel.py is lock-free, but both threads' atomic adds move the upper nodes' cache lines
-between cores every simulation). The simulator charges shared nodes nothing: a part of why `validate` predicts
-tree 2t 9x9 10-20% fast (experiments/SIMULATOR.md, session 7).
+between cores every simulation). The ratio tree/independent is what a machine profile's `[node] tree_share`
+models (experiments/SIMULATOR.md).
 
     .venv/bin/python -m experiments.tree_sharing                      # 9x9 and 19x19, 5 rounds of 2 s -> results
     .venv/bin/python -m experiments.tree_sharing --seconds 0.2 --repeats 1 --no-save
@@ -22,13 +22,13 @@ import sys
 import threading
 
 from engine.benchmarks.parallel import prepared_searcher
+from engine.results import write_json
+from engine.timecontrol import Budget
 from model.errors import UserError
-from model.results import add_output_flags, output_dir, write_json
+from model.results import add_output_flags, output_dir
 
 
 def one_round(board: int, threads: int, seconds: float) -> dict[str, float]:
-    from engine.timecontrol import Budget
-
     def timed(searcher, pos) -> float:
         try:
             return searcher.search(pos, Budget(seconds=seconds)).sims_per_s

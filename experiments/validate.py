@@ -26,7 +26,7 @@ Which profile:
   What sharing one tree costs its threads (NodeSpec.tree_share) is measured once at the start, on 9x9: `tree`
   against as many independent sequential searches at once (experiments/tree_sharing.py); 19x19 checks it.
 
-Figures (DESIGN.md "Metrics"): sims/s, messages/sim, bytes/sim, hops/sim, worker busy fraction. A relative
+Figures (docs/ARCHITECTURE.md, "Metrics"): sims/s, messages/sim, bytes/sim, hops/sim, worker busy fraction. A relative
 error is (predicted - measured) / measured; None where the figure does not apply (0 measured and predicted,
 or sequential/tree's message figures).
 """
@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
+import os
 import shutil
 import statistics
 import sys
@@ -45,8 +47,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.benchmarks.parallel import _run_shared
+from engine.machine import machine_description
+from engine.mpi import DistributedConfig, run_distributed
+from engine.results import write_csv, write_json
+from engine.trace_files import read_trace
+from experiments import tree_sharing
 from model.algorithms import DISTRIBUTED
+from model.config import check
 from model.errors import UserError
+from sim.calibrate import calibrate, fused, probe_factor, run_pingpong
+from sim.profile import load_profile
+from sim.simulate import SimConfig, simulate
 
 FIGURES = ("sims_per_s", "messages_per_sim", "bytes_per_sim", "hops_per_sim", "busy_frac")
 GOAL = 0.15  # |relative error| the issue asks for
@@ -78,7 +90,6 @@ def cases(boards: list[int], quick: bool, cores: int | None = None) -> list[Case
     """The configurations of 1-4 ranks x 1-2 threads (threads count the IO thread) that fit `cores` (default:
     this machine's): more processes and threads than cores would measure the scheduler, which the simulator
     does not model."""
-    import os
 
     cores = cores or os.cpu_count() or 1
     return [c for c in _all_cases(boards, quick) if c.ranks * c.threads <= cores]
@@ -172,8 +183,6 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 # --- measuring ------------------------------------------------------------------------------------------
 def measure_mpi(case: Case, seconds: float, trace: str | None, params: dict[str, Any], timeout: float,
                 seed: int = 1) -> dict[str, float]:
-    from engine.mpi import DistributedConfig, run_distributed
-
     cfg = DistributedConfig(algo=case.algo, game="go", board=case.board, komi=7.0, game_params={"policy": "random"},
                             ranks=case.ranks, bcast_ranks=None,
                             threads=case.threads, seconds=seconds, params=dict(params), seed=seed, trace=trace,
@@ -185,8 +194,6 @@ def measure_mpi(case: Case, seconds: float, trace: str | None, params: dict[str,
 
 
 def measure_shared(case: Case, seconds: float) -> dict[str, float]:
-    from engine.benchmarks.parallel import _run_shared
-
     r = _run_shared(case.algo if case.algo == "tree" else "sequential", case.threads, case.board, seconds, "random")
     return {"sims_per_s": r["sims_per_s"], "messages_per_sim": 0.0, "bytes_per_sim": 0.0, "hops_per_sim": 0.0,
             "busy_frac": r["busy_frac"], "seconds": seconds}
@@ -214,11 +221,10 @@ def measure_tree_share(threads: int, seconds: float, rounds: int = 3) -> float:
     """NodeSpec.tree_share on this machine: `tree` on `threads` threads against as many independent
     sequential searches at once (experiments/tree_sharing.py), median over `rounds`. The independent searches
     pay for the busy cores as the shared tree does, so their ratio is what sharing the nodes costs."""
-    from experiments.tree_sharing import one_round
 
     ratios = []
     for _ in range(rounds):
-        r = one_round(TREE_SHARE_BOARD, threads, seconds)
+        r = tree_sharing.one_round(TREE_SHARE_BOARD, threads, seconds)
         ratios.append(r["tree"] / r["independent"])
     return min(1.0, max(0.0, (1.0 / statistics.median(ratios) - 1.0) / (threads - 1)))
 
@@ -231,8 +237,6 @@ def kernel_only(prof):
 
 
 def predict(case: Case, prof, seconds: float, bcast_ranks: int, params: dict[str, Any], seed: int = 0) -> dict[str, Any]:
-    from sim.simulate import SimConfig, simulate
-
     algo = case.algo
     if not case.mpi:
         # one rank, no messages: the sequential search is 1 rank x 1 thread, tree one rank of `threads` workers
@@ -264,8 +268,6 @@ class ValidateConfig:
                                      # decides hops/sim, so one run pair differs by more than the model does
 
     def validate(self) -> None:
-        from model.config import check
-
         check(len(self.boards) > 0, "board", "need at least one board size")
         for b in self.boards:
             check(b in (9, 13, 19), "board", f"expected 9, 13 or 19, got {b}")
@@ -285,10 +287,6 @@ class ValidateConfig:
 
 def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)
              ) -> dict[str, Any]:
-    from model.trace import read_trace
-    from sim.calibrate import calibrate, probe_factor, run_pingpong
-    from sim.profile import load_profile
-
     cfg.validate()
     given = load_profile(cfg.profile) if cfg.profile else None
     pp = None
@@ -398,7 +396,6 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
 
 def _median(runs: list[dict[str, float]]) -> dict[str, float]:
     """Per key, the median over runs (the first run's value for keys some run lacks)."""
-    import statistics
 
     return {k: (statistics.median(r[k] for r in runs) if all(k in r for r in runs) else v)
             for k, v in runs[0].items()}
@@ -406,7 +403,6 @@ def _median(runs: list[dict[str, float]]) -> dict[str, float]:
 
 def _spread(xs: list[float]) -> float | None:
     """(max - min) / median of repeated measurements of one figure; None for fewer than two."""
-    import statistics
 
     med = statistics.median(xs) if len(xs) > 1 else 0.0
     return (max(xs) - min(xs)) / med if med > 0 else None
@@ -424,8 +420,6 @@ def paired_error(preds: list[dict[str, float]], runs: list[dict[str, float]], fi
 
 
 def _loadavg() -> tuple[float, ...]:
-    import os
-
     try:
         return os.getloadavg()
     except OSError:
@@ -433,10 +427,7 @@ def _loadavg() -> tuple[float, ...]:
 
 
 def save(result: dict[str, Any], name: str, directory: Path) -> tuple[Path, Path]:
-    from model.results import write_csv, write_json
-
     return write_json(name, result, directory), write_csv(name, result["rows"], directory)
-
 
 
 # --- against measured traces (no engine run here) ------------------------------------------------------------
@@ -462,7 +453,6 @@ class TraceRun:
 def load_trace_run(path: str | Path) -> TraceRun:
     """Read a trace directory's meta.json (model.trace's format); UserError naming the directory if it is
     not a complete engine trace."""
-    import json
 
     p = Path(path)
     meta_file = p / "meta.json"
@@ -528,8 +518,6 @@ class TraceValidateConfig:
     modes: tuple[str, ...] = ("reproduce", "predict")
 
     def validate(self) -> None:
-        from model.config import check
-
         check(len(self.traces) > 0, "traces", "need at least one trace directory")
         check(self.seconds is None or (self.seconds > 0 and math.isfinite(self.seconds)), "seconds", "need > 0")
         check(all(m in ("reproduce", "predict") for m in self.modes) and self.modes, "modes",
@@ -540,11 +528,6 @@ def validate_traces(cfg: TraceValidateConfig,
                     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)) -> dict[str, Any]:
     """Predict each traced run with the simulator, calibrated (a) on that run's own trace ("reproduce") and
     (b) on the base trace only ("predict"), and compare with what the run measured."""
-    import json
-
-    from model.trace import read_trace
-    from sim.calibrate import calibrate, fused
-    from sim.profile import load_profile
 
     cfg.validate()
     runs = find_trace_runs(list(cfg.traces))
@@ -596,7 +579,7 @@ def validate_traces(cfg: TraceValidateConfig,
                 f"{pred['sims_per_s']:8.0f} ({100 * err:+.0f}%)  ({time.monotonic() - t0:.0f} s)")
     w, where = worst(rows)
     machines = sorted({r.machine for r in runs})
-    return {"mode": "traces", "machine": "; ".join(machines), "analysed_on": _this_machine(),
+    return {"mode": "traces", "machine": "; ".join(machines), "analysed_on": machine_description(),
             "traces": [str(r.path) for r in runs], "base": base_run.name if base_run else None,
             "network": f"{net.name} profile ({net.path or 'shipped'}): no ping-pong was measured with the traces",
             "profiles": {k: v.source for k, v in own.items()} | (
@@ -604,8 +587,3 @@ def validate_traces(cfg: TraceValidateConfig,
             "goal": GOAL, "worst_error": w, "worst_at": where, "wall_s": time.monotonic() - t_start,
             "rows": rows}
 
-
-def _this_machine() -> str:
-    from model.trace import machine_description
-
-    return machine_description()

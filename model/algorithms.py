@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from model.errors import ConfigError
 
 # Defaults of the layout parameters (model/roles/params.py declares its fields with these values).
-DEFAULT_BCAST_RATIO = 4  # search ranks per broadcast rank (seed 000: 1:4), none below that many search ranks
+DEFAULT_BCAST_RATIO = 4  # search ranks per broadcast rank (Schaefers 2014: 1:4), none below that many search ranks
 DEFAULT_GROUPS = 2       # hybrid: the search ranks (and broadcast ranks) split into this many equal groups
 
 

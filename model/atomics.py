@@ -1,6 +1,6 @@
 """Atomic operations on numpy array elements for numba kernels (numba has none for the CPU).
 
-Worker threads share one transposition table without locks (tree parallelization, seed 000 4.2.3); the
+Worker threads share one transposition table without locks (tree parallelization, Schaefers 2014, 4.2.3); the
 few updates that must not be lost (visit counts, value sums, virtual loss, slot claims) go through these
 LLVM atomics. Each takes an array, one or two indices (no bounds check, no negative indices) and values
 cast to the array's dtype.

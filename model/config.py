@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 import typing
-from pathlib import Path
 from typing import Any, TypeVar
 
 from model.errors import ConfigError
@@ -81,26 +80,22 @@ def from_dict(cls: type[T], data: dict[str, Any], where: str = "") -> T:
     return obj
 
 
-def read_toml(path: str | Path, missing: str = "no such file") -> dict[str, Any]:
-    """A TOML file's table; a missing or malformed file is one ConfigError naming it."""
-    p = Path(path)
+def parse_toml(text: str, where: str) -> dict[str, Any]:
+    """A TOML document's table; malformed TOML is one ConfigError naming `where` (the file it came from)."""
     try:
-        return tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: {missing}") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML ({e})") from None
+        raise ConfigError(f"{where}: not valid TOML ({e})") from None
 
 
-def load_toml(cls: type[T], path: str | Path, section: str | None = None) -> T:
-    """Load a config dataclass from a TOML file (optionally one [section] of it)."""
-    p = Path(path)
-    data = read_toml(p)
+def from_toml(cls: type[T], text: str, where: str, section: str | None = None) -> T:
+    """A config dataclass from a TOML document (optionally one [section] of it); `where` names its source."""
+    data = parse_toml(text, where)
     if section is not None:
         if section not in data:
-            raise ConfigError(f"{p}: missing section [{section}]")
+            raise ConfigError(f"{where}: missing section [{section}]")
         data = data[section]
-    return from_dict(cls, data, where=f"{p}: ")
+    return from_dict(cls, data, where=f"{where}: ")
 
 
 def parse_overrides(pairs: list[str] | None) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The CPU's cycle counter, for stamping the parts of a work package in a trace.
 
-model/ keeps no clock (DESIGN.md) and nothing here breaks that: no decision in a kernel or a role depends on
+model/ keeps no clock (docs/ARCHITECTURE.md) and nothing here breaks that: no decision in a kernel or a role depends on
 what `cycles()` returns. A kernel that runs several parts of a package in one call
 (model/roles/steps.run_fused) writes the counter after each part when its runtime records a trace; the
 runtime knows its own clock at the call's start and end and places the parts in between in proportion to the

@@ -1,4 +1,5 @@
-"""Which rank owns a node of the distributed transposition table, and where it sits there (seed 000 eq. 4.6, 4.7).
+"""Which rank owns a node of the distributed transposition table, and where it sits there (Schaefers 2014,
+eq. 4.6, 4.7).
 
 The whole table H of |H| = M * L entries is split over M ranks of L = |H|/M entries each. A node with hash h
 lives on rank i(h) = (h div L) mod M at local index h mod L. For L a power of two the owner is read from

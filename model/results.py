@@ -1,5 +1,4 @@
-"""Result files (benchmarks, validation, experiments, predictions), stamped with date and machine, and where
-they go.
+"""Where result files (benchmarks, validation, experiments, predictions) go; engine/results.py writes them.
 
 A user's runs never change tracked files: their results go to ./results/ (git-ignored) or to --out DIR.
 The reference results committed under experiments/results/ (indexed by experiments/README.md) are
@@ -10,11 +9,7 @@ flags (add_output_flags): --out DIR, --json, --no-save, --quiet, --update-refere
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from model.errors import UserError
 
@@ -52,29 +47,11 @@ def output_dir(args: argparse.Namespace, name: str = "") -> Path | None:
     return Path(args.out) if args.out else USER_DIR / args.output_default / name
 
 
-def stamp() -> dict[str, Any]:
-    from model.trace import machine_description, versions  # pandas: here, so the CLI's --help stays fast
+def __getattr__(name: str):
+    # engine/benchmarks/parallel.py (the lead's file) still imports write_json from here; this forward goes once
+    # it imports engine.results, where result files are written (model/ does no I/O)
+    if name == "write_json":
+        from engine.results import write_json
 
-    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine_description(),
-            "versions": versions()}
-
-
-def write_json(name: str, data: dict[str, Any], directory: Path) -> Path:
-    """Write `data` plus date/machine to <directory>/<name>.json and return the path."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{name}.json"
-    path.write_text(json.dumps({**stamp(), **data}, indent=2, default=float) + "\n")
-    return path
-
-
-def write_csv(name: str, rows: list[dict[str, Any]], directory: Path) -> Path:
-    """Write `rows` (dicts; a key only some rows have leaves the others' cells empty) to
-    <directory>/<name>.csv and return the path; the date and machine stay in the JSON written beside it."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{name}.csv"
-    columns = list(dict.fromkeys(k for r in rows for k in r))
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns)
-        w.writeheader()
-        w.writerows(rows)
-    return path
+        return write_json
+    raise AttributeError(name)

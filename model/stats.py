@@ -1,6 +1,6 @@
 """Match statistics: win rate, its 95% Wilson score interval, and the Elo difference it implies.
 
-One definition each (DESIGN.md "Metrics"): a draw counts as half a win; the Elo difference of a win
+One definition each (docs/ARCHITECTURE.md, "Metrics"): a draw counts as half a win; the Elo difference of a win
 rate p is 400 * log10(p / (1 - p)), and its interval is the Wilson interval mapped through that same
 (monotone) function. Wilson rather than the normal approximation because match win rates are often
 near 0 or 1 with few games, where the normal interval leaves [0, 1] or collapses to a point.

@@ -1,8 +1,9 @@
-"""Live telemetry: the wire format of windowed aggregate records, and a sender that never blocks.
+"""Live telemetry: the wire format of windowed aggregate records (engine/telemetry.py sends them, viz/live.py
+receives them).
 
 Each rank sums what it did over a short window (100-250 ms) into one record and pushes it, as one UDP
 datagram, to the dashboard; the dashboard aggregates over ranks and time. A record carries the same
-quantities as the trace tables (DESIGN.md, "The trace format"), summed instead of listed:
+quantities as the trace tables (docs/TRACE_FORMAT.md), summed instead of listed:
 
     v                 wire format version (WIRE_VERSION)
     rank              sender rank (search ranks 0..M-1, broadcast ranks M..M+B-1)
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import socket
 from typing import Any
 
 import msgpack
@@ -171,45 +171,11 @@ class Window:
         return rec
 
 
-class TelemetrySender:
-    """Pushes records to HOST:PORT over UDP. send() never blocks and never raises: with no listener, or a
-    full socket buffer, or an unresolvable host, the record is dropped and counted in `dropped`."""
+def __getattr__(name: str):
+    # engine/mpi/recorder.py (the lead's file) still imports TelemetrySender from here; this forward goes once
+    # it imports engine.telemetry, where the socket lives (model/ opens none)
+    if name == "TelemetrySender":
+        from engine.telemetry import TelemetrySender
 
-    def __init__(self, host: str, port: int, fmt: str = "msgpack"):
-        self.fmt = fmt
-        self.sent = 0
-        self.dropped = 0
-        self.addr: tuple | None = None
-        self.sock: socket.socket | None = None
-        try:
-            info = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0]
-            self.addr = info[4]
-            self.sock = socket.socket(info[0], socket.SOCK_DGRAM)
-            self.sock.setblocking(False)
-        except OSError:
-            self.sock = None
-
-    def send(self, record: dict[str, Any]) -> bool:
-        """True if the datagram left; False if it was dropped."""
-        try:
-            data = encode(record, self.fmt)
-            if self.sock is None or len(data) > MAX_DATAGRAM:
-                self.dropped += 1
-                return False
-            self.sock.sendto(data, self.addr)
-        except (OSError, ValueError, TypeError, OverflowError):
-            self.dropped += 1
-            return False
-        self.sent += 1
-        return True
-
-    def close(self) -> None:
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
-
-    def __enter__(self) -> "TelemetrySender":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        return TelemetrySender
+    raise AttributeError(name)

@@ -1,4 +1,4 @@
-"""The broadcast network of UCT-Treesplit: m connected k-ary n-cubes (seed 000, section 4.2.6).
+"""The broadcast network of UCT-Treesplit: m connected k-ary n-cubes (Schaefers 2014, section 4.2.6).
 
 B broadcast ranks, each allowed at most L broadcast peers, are laid out as m k-ary n-cubes with
 

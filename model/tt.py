@@ -1,8 +1,8 @@
-"""The transposition table: search statistics of tree nodes, keyed by position hash (seed 000 4.2.3).
+"""The transposition table: search statistics of tree nodes, keyed by position hash (Schaefers 2014, 4.2.3).
 
 A structure of numpy arrays (`Table`, a NamedTuple so numba kernels take it whole). One slot per node;
 the children of a node sit together in fixed blocks [slots, max_children], so one UCT step reads
-contiguous memory. Statistics of an action are stored with the state it is played in (seed 000 3.2.3).
+contiguous memory. Statistics of an action are stored with the state it is played in (Schaefers 2014, 3.2.3).
 
 Replacement follows the thesis' TableLookup, with the search id as the time stamp:
   - stamp 1 marks an empty slot, 0 a slot being replaced (locked), and a value >= 2 the id of the last

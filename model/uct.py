@@ -6,7 +6,7 @@ always maximises over its children, and the reward of a finished simulation is t
 view on the way up: r for the first player (Black), 1 - r for the second (model.game.reward gives r).
 
 Selection score of child j of node s, with n = N(s,j) + vloss_weight * inflight(s,j), n_a = N_amaf(s,j):
-    n > 0:            (1 - beta) W/n + beta W_amaf/n_a + C sqrt(2 ln N(s) / n)     (seed 000 Def. 11/12)
+    n > 0:            (1 - beta) W/n + beta W_amaf/n_a + C sqrt(2 ln N(s) / n)     (Schaefers 2014, Def. 11/12)
     n = 0, n_a > 0:   W_amaf/n_a + C sqrt(2 ln N(s))                              (beta = 1, n counts as 1)
     n = 0, n_a = 0:   fpu                                                         (first-play urgency)
     plus pb * prior(s,j) / (n + 1) when progressive bias is on (for n = 0 only with pb_unvisited). Exact ties
@@ -14,10 +14,10 @@ Selection score of child j of node s, with n = N(s,j) + vloss_weight * inflight(
 beta = n_a / (n + n_a + 4 n n_a b^2) (Silver) or sqrt(k / (3n + k)) (equivalence parameter k, Gelly & Silver);
 beta = 0 when RAVE is off or n_a = 0. Virtual losses count as visits that earned 0.
 
-Knowledge (seed 001): a game with priors (model/game.py, LOA) has each node's children stored best prior
+Knowledge (Christoph 2020): a game with priors (model/game.py, LOA) has each node's children stored best prior
 first (stable, generation order among equals), the priors kept for progressive bias. Progressive unpruning
 (unprune_u0 > 0) offers only the first U(N) = U_0 + floor(ln N / ln mu) children of a node with N visits,
-and takes an unvisited one of them first, the best-ranked first. Seed 001's four agents (Table 5.1), as
+and takes an unvisited one of them first, the best-ranked first. Christoph 2020's four agents (Table 5.1), as
 model/loa/policy.py sets them: PU = unpruning + bias; FPU = urgency fpu + bias on visited children only
 (pb_unvisited off); both with RAVE off, C = 2 C_uct, and a new node a leaf until its second visit
 (expand_visits 0, expand_node_visits 1).

@@ -26,11 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from engine.trace_files import Trace, read_trace
 from model.errors import TraceError, UserError
 from model.game import game_title
-from model.trace import Trace, read_trace
 from sim.distributions import fit_distribution
-from sim.profile import COST_KINDS, SIM_KINDS, NetworkSpec, NodeSpec, Profile
+from sim.profile import COST_KINDS, SIM_KINDS, NetworkSpec, NodeSpec, Profile, profile_from_dict
+from sim.runtime import STATS_KINDS
 from sim.workload import fit_workload
 
 MIN_SAMPLES = 5
@@ -131,7 +132,6 @@ def inline_costs(tr, short: float) -> tuple[float, float, float, float] | None:
     (their t_recv / t_send) + the bytes of shared-node statistics (runtime.STATS_KINDS) received in it.
     The gap holds the role's bookkeeping of the package before it and, at the end of an inline slice, the
     loop's turn: probing, receiving, decoding and the role's on_message per received message."""
-    from sim.runtime import STATS_KINDS
 
     M = int(tr.meta.get("ranks", {}).get("search", 1))
     ms = tr.messages
@@ -311,6 +311,4 @@ def calibrate(trace: str | Path | Trace, base: Profile, name: str = "local", pin
                    source=source, node=node, network=network, io=io, costs=costs, messages=messages,
                    workloads=workloads)
     # round-trip through the validating loader so a calibrated profile is as checked as a written one
-    from sim.profile import profile_from_dict
-
     return profile_from_dict(prof.to_toml(), where=f"calibrated profile {name}: ")

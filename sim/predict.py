@@ -1,7 +1,7 @@
 """The scaling curve: one simulated run per node count, with speedup and efficiency against the smallest.
 
 Efficiency is the simulation rate per search node relative to the smallest configuration's
-(rate_N / N) / (rate_N0 / N0), the measure of seed 000 Figure 4.8's "scales uniformly".
+(rate_N / N) / (rate_N0 / N0), the measure behind "scales uniformly" in Schaefers 2014, Figure 4.8.
 """
 
 from __future__ import annotations
@@ -10,6 +10,12 @@ import csv
 import dataclasses
 from pathlib import Path
 from typing import Any, Callable
+
+from bokeh.embed import file_html
+from bokeh.layouts import gridplot
+from bokeh.models import ColumnDataSource
+from bokeh.plotting import figure
+from bokeh.resources import CDN
 
 from model.errors import UserError
 from sim.simulate import SimConfig, simulate
@@ -62,12 +68,6 @@ def write_output(rows: list[dict[str, Any]], path: str | Path, title: str) -> Pa
 
 
 def _write_html(rows: list[dict[str, Any]], p: Path, title: str) -> Path:
-    from bokeh.embed import file_html
-    from bokeh.layouts import gridplot
-    from bokeh.models import ColumnDataSource
-    from bokeh.plotting import figure
-    from bokeh.resources import CDN
-
     src = ColumnDataSource({k: [r[k] for r in rows] for k in COLUMNS})
     n = [r["nodes"] for r in rows]
     ideal = ColumnDataSource({"nodes": n, "ideal": [rows[0]["sims_per_s"] * x / rows[0]["nodes"] for x in n]})

@@ -12,7 +12,7 @@ A profile is a TOML file with these tables (sim/profiles/oculus.toml is a commen
                 eager_threshold (bytes; larger messages take a rendezvous round trip first),
                 shm_latency, shm_gap_per_byte (ranks on the same node)
     [io]        the IO core's loop: poll_base + poll_per_peer * peers per iteration (MPI_Testsome polls a
-                buffer per peer, seed 000 4.3.2), per_message (dispatch/collect one message), per_byte;
+                buffer per peer, Schaefers 2014, 4.3.2), per_message (dispatch/collect one message), per_byte;
                 optional: per_package (the role's bookkeeping for one finished package, on the core that
                 finishes it, not counted as busy), inline_slice (no workers: run packages at most this
                 long between two polls; 0 = until the queue is empty), idle_nap (an idle IO core polls
@@ -35,10 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from model.config import check, from_dict
+import tomli_w
+
+from model.config import check, from_dict, parse_toml
 from model.errors import ConfigError
 from model.trace import MESSAGE_KINDS
 from sim.distributions import Distribution, parse_distribution
+from sim.workload import workload_from_dict
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 COST_KINDS = ("select", "expand", "playout", "update", "sync", "bcast")
@@ -103,7 +106,7 @@ class IOSpec:
     stats_per_byte: float   # s/byte: taking in shared-node statistics (DUP/SYNC/BCAST/MERGE) on the IO core
     handles_completions: bool = False  # finished packages go back through the IO core (the roles'
     #                                    on_work_done runs there); False: the worker carries on with the
-    #                                    simulation itself (Gomorra, seed 000 4.2.4; the engine since roles'
+    #                                    simulation itself (Gomorra, Schaefers 2014, 4.2.4; the engine since roles'
     #                                    callbacks run on whichever thread holds the rank's lock)
     per_package: float = 0.0   # s: role bookkeeping per finished package (the engine's Python callback)
     inline_slice: float = 0.0  # s: without workers, run packages this long between polls (0: until empty)
@@ -172,8 +175,6 @@ class Profile:
         }
 
     def save(self, path: str | Path) -> Path:
-        import tomli_w
-
         p = Path(path)
         p.write_text(tomli_w.dumps(self.to_toml()))
         return p
@@ -246,7 +247,6 @@ def profile_from_dict(data: dict[str, Any], where: str = "") -> Profile:
     for kind in ("MOVE", "UPDATE", "SYNC", "BCAST", "CONTROL"):
         if kind not in messages:
             raise ConfigError(f"{where}messages.{kind}: missing")
-    from sim.workload import workload_from_dict
 
     wl_in = data.get("workload", {})
     if not isinstance(wl_in, dict):
@@ -276,9 +276,5 @@ def load_profile(name_or_path: str | Path) -> Profile:
         p = PROFILES_DIR / f"{s}.toml"
     if not p.exists():
         raise ConfigError(f"profile {s!r}: no such file or shipped profile (shipped: {', '.join(shipped_profiles())})")
-    try:
-        data = tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML ({e})") from None
-    prof = profile_from_dict(data, where=f"{p.name}: ")
+    prof = profile_from_dict(parse_toml(p.read_text(), str(p)), where=f"{p.name}: ")
     return dataclasses.replace(prof, path=str(p))

@@ -114,7 +114,8 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
     """Build the world for `cfg` (validates everything first; raises ConfigError/UserError on bad input)."""
     from model.game import trace_board
     from model.roles import Layout, Setup, make_role, split_params
-    from model.trace import Meta, TraceWriter
+    from engine.trace_files import TraceWriter
+    from model.trace import Meta
 
     cfg.validate()
     algo_params, game_fields, _, work_fields = split_keys(cfg.params)
@@ -148,7 +149,7 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
         from sim.workload import default_workload, workload_from_dict
 
         if cfg.workload:
-            from model.trace import read_trace
+            from engine.trace_files import read_trace
             from sim.workload import fit_workload
 
             workload = fit_workload(read_trace(cfg.workload))

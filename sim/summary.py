@@ -1,4 +1,4 @@
-"""The figures of a simulated run (DESIGN.md "Metrics"), from the runtime's exact counters.
+"""The figures of a simulated run (docs/ARCHITECTURE.md, "Metrics"), from the runtime's exact counters.
 
 Rates are over the measured window (after the warm-up). Per-rank figures average over search ranks and,
 separately, over broadcast ranks. The IO-loop turnaround counts the idle spinning too: an idle IO core runs

@@ -19,7 +19,7 @@ fidelity draws them instead, from a Workload fitted to a trace (an engine trace 
                     of the step is uniform. From a trace: the k-th MOVE's destination shares above 2/M.
                     Empty: every step uniform (a developed tree, its hot nodes duplicated).
 
-The defaults are a 19x19 game near move 10 (seed 000 4.3.2); they are a starting point, not a measurement.
+The defaults are a 19x19 game near move 10 (Schaefers 2014, 4.3.2); they are a starting point, not a measurement.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def workload_from_dict(data: dict[str, Any], where: str = "workload") -> Workloa
 
 
 def fit_workload(trace) -> Workload:
-    """Fit a Workload from a loaded trace (model.trace.Trace) of any algorithm."""
+    """Fit a Workload from a loaded trace (engine.trace_files.Trace) of any algorithm."""
     meta = trace.meta
     M = int(meta.get("ranks", {}).get("search", 1))
     if meta.get("algo") == "hybrid":  # a simulation moves among its group's ranks only

@@ -86,7 +86,7 @@ def test_write_csv_takes_rows_with_different_columns(tmp_path):
     """validate's rows: only the shared-memory ones have speedup_predicted (`validate --quick --json` died on it)."""
     import csv
 
-    from model.results import write_csv
+    from engine.results import write_csv
 
     path = write_csv("t", [{"config": "treesplit 2x1", "a": 1}, {"config": "sequential", "a": 2,
                                                                  "speedup_predicted": 1.0}], tmp_path)

@@ -2,7 +2,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from model.config import check, from_dict, load_toml, parse_overrides, with_overrides
+from engine.config_files import load_toml
+from model.config import check, from_dict, parse_overrides, with_overrides
 from model.errors import ConfigError
 
 

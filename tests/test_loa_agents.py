@@ -1,4 +1,4 @@
-"""LOA knowledge and the serial agents of seed 001 (progressive unpruning / first-play urgency), the round-robin
+"""LOA knowledge and the serial agents of Christoph 2020 (progressive unpruning / first-play urgency), the round-robin
 driver, and LOA through the generic game interface and sequential search."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from model.trace import read_trace
+from engine.trace_files import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDIN = "tests.mpi_standin:make"

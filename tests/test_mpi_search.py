@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT, mpiexec, treesplit_cmd
 from model import game
 from model.game import make_game
-from model.trace import read_trace
+from engine.trace_files import read_trace
 
 CASES = {
     # name: (game args, ranks, bcast ranks, threads, algorithm)

@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT
-from model.trace import read_trace
+from engine.trace_files import read_trace
 
 # README command (its words up to the first flag that changes) -> extra or replaced flags for the test
 BUDGETS = {

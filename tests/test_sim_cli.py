@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from model.trace import Meta, TraceWriter, read_trace
+from engine.trace_files import TraceWriter, read_trace
+from model.trace import Meta
 
 
 def test_simulate_json_and_trace(run_cli, tmp_path):

@@ -108,7 +108,7 @@ def test_fit_keeps_the_mean_despite_a_long_tail():
 
 
 def test_tree_share_slows_the_workers_of_one_tree_and_calibration_divides_it_out(tmp_path):
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
     from sim.calibrate import calibrate
     from sim.simulate import SimConfig, simulate
 

@@ -8,7 +8,7 @@ import pytest
 
 from model.roles.base import Actions, Package, Role, RoleStats
 from model.roles.messages import CONTROL, Message
-from model.trace import read_trace
+from engine.trace_files import read_trace
 from sim.profile import load_profile
 from sim.runtime import Cluster, World
 from sim.simulate import SimConfig, prepare, run

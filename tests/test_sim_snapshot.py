@@ -1,6 +1,6 @@
 """Functional simulator traces carry tree snapshots (model/roles/snapshot.py), as engine traces do."""
 
-from model.trace import read_trace
+from engine.trace_files import read_trace
 from sim.simulate import SNAPSHOTS, SimConfig, simulate
 
 

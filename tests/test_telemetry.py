@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from model.telemetry import MAX_DATAGRAM, TelemetryError, TelemetrySender, Window, decode, encode
+from engine.telemetry import TelemetrySender
+from model.telemetry import MAX_DATAGRAM, TelemetryError, Window, decode, encode
 
 
 def _record(**kw):

@@ -1,4 +1,4 @@
-"""Time management: the formulas of seed 002, clock allocation, and the think-longer heuristics."""
+"""Time management: the formulas of Huang 2011, clock allocation, and the think-longer heuristics."""
 
 import pytest
 

@@ -8,7 +8,7 @@ import pytest
 from model.errors import UserError
 from model.topology import Topology, choose_shape
 
-# Table 4.1 of seed 000 (L = 12): bc-ranks, m, k, n.
+# Table 4.1 of Schaefers 2014 (L = 12): bc-ranks, m, k, n.
 TABLE_4_1 = [(1, 1, 1, 1), (2, 2, 1, 1), (4, 4, 1, 1), (8, 8, 1, 1), (16, 8, 2, 1), (32, 8, 2, 2), (64, 8, 2, 3)]
 
 

@@ -1,9 +1,16 @@
+import dataclasses
 import json
+import re
+from pathlib import Path
 
 import pytest
 
+import engine.trace_files as trace_files
+from engine.trace_files import TraceWriter, finalize, read_trace
 from model.errors import TraceError
-from model.trace import Meta, TraceWriter, finalize, read_trace
+from model.trace import MESSAGE_KINDS, META_REQUIRED, PACKAGE_KINDS, SCHEMA_VERSION, TABLES, Meta
+
+TRACE_FORMAT = Path(__file__).resolve().parent.parent / "docs" / "TRACE_FORMAT.md"
 
 
 def _write_parts(d, ranks=2, n=5):
@@ -51,9 +58,7 @@ def test_truncated_parquet_is_a_trace_error(tmp_path):
 
 
 def test_a_killed_writer_leaves_its_finished_segments(tmp_path, monkeypatch):
-    import model.trace as trace
-
-    monkeypatch.setattr(trace, "SEGMENT_EVERY", 0.0)  # every extend reaches the disk
+    monkeypatch.setattr(trace_files, "SEGMENT_EVERY", 0.0)  # every extend reaches the disk
     w = TraceWriter(tmp_path, Meta(runtime="engine", algo="treesplit"), part="rank0", flush_rows=1 << 20)
     for i in range(3):
         w.extend("packages", {"t_start": [i + 0.0], "t_end": [i + 0.5], "rank": [0], "worker": [0],
@@ -65,3 +70,30 @@ def test_a_killed_writer_leaves_its_finished_segments(tmp_path, monkeypatch):
     finalize(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["meta.json", "packages.parquet"]
     assert list(read_trace(tmp_path).packages["sim_id"]) == [0, 1, 2]
+
+
+def test_the_format_document_names_every_table_column_kind_and_field():
+    """docs/TRACE_FORMAT.md describes model/trace.py's schema: a column, kind or meta field added there and not
+    described here fails."""
+    doc = TRACE_FORMAT.read_text()
+    assert f"SCHEMA_VERSION = {SCHEMA_VERSION}" in doc
+    sections = dict(re.findall(r"^## ([\w.]+)\n(.*?)(?=^## |\Z)", doc, re.S | re.M))
+    for table, columns in TABLES.items():
+        assert table in sections, table
+        documented = re.findall(r"^\| `(\w+)` \|", sections[table], re.M)
+        assert documented == [name for name, _ in columns], table
+    for kind in PACKAGE_KINDS + MESSAGE_KINDS:
+        assert f"`{kind}`" in doc, kind
+    fields = set(re.findall(r"^\| \*{0,2}`(\w+)`", sections["meta.json"], re.M))
+    assert set(META_REQUIRED) | {f.name for f in dataclasses.fields(Meta)} <= fields
+
+
+def test_meta_keeps_its_start_time_machine_and_versions_across_rewrites(tmp_path):
+    meta = Meta(runtime="engine", algo="treesplit")
+    w = TraceWriter(tmp_path, meta)
+    first = json.loads((tmp_path / "meta.json").read_text())
+    assert first["started_at"] and first["machine"] and first["versions"]["treesplit"]
+    assert meta.started_at == first["started_at"]  # kept on the object: the final rewrite says when it started
+    w.close(t_end=2.5)
+    last = json.loads((tmp_path / "meta.json").read_text())
+    assert (last["started_at"], last["machine"], last["t_end"]) == (first["started_at"], first["machine"], 2.5)

@@ -56,7 +56,7 @@ def test_cli_trace_probe_needs_a_trace(run_cli):
 @pytest.mark.mpi
 @pytest.mark.timeout(240)
 def test_engine_records_every_other_window_and_calibration_scales_by_it(run_cli, tmp_path):
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
     from sim.calibrate import probe_factor
     from sim.distributions import fit_distribution
     from sim.profile import load_profile

@@ -76,7 +76,7 @@ def test_traces_record_the_games_board():
 
 @pytest.mark.parametrize("game,board", [("loa", 8), ("pgame", None)])
 def test_simulator_trace_meta_names_the_board(game, board, tmp_path):
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
     from sim.simulate import SimConfig, simulate
 
     simulate(SimConfig(algo="tds", nodes=1, seconds=0.001, warmup=0.0, fidelity="functional", game=game,

@@ -4,7 +4,7 @@ import numpy as np
 from bokeh.document import Document
 
 from model.telemetry import encode
-from model.trace import read_trace
+from engine.trace_files import read_trace
 from viz.app import ALL_VIEWS, Session, TraceProvider
 from viz.live import LiveAggregator, LiveProvider
 from viz.rundata import RunData

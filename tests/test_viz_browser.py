@@ -12,7 +12,7 @@ import time
 import pytest
 from viz_helpers import Dashboard
 
-from model.telemetry import TelemetrySender
+from engine.telemetry import TelemetrySender
 from viz.synthetic import telemetry_records, write_synthetic_trace
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
@@ -248,7 +248,7 @@ def test_live_engine_search_fills_every_view_then_shows_it_finished(browser, tmp
         assert "finished at t =" in state["status"] and f"move {move}" in state["status"], state["status"]
         assert not _js_errors(driver), _js_errors(driver)
         assert dash.status()["live"]["rejected"] == 0 and "Traceback" not in dash.log()
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
     from viz.rundata import RunData
 
     tr = read_trace(trace)
@@ -304,7 +304,7 @@ def test_teaching_view_steps_one_simulation_of_a_40_simulation_engine_run(browse
     """The teaching view on a 40-simulation UCT-Treesplit trace: following one simulation, "next message"
     brings its MOVE and UPDATE as labelled arrows between the right ranks' IO threads and its playout as a box
     on the right thread's lane; at the last event the node counters equal the trace's EXPAND packages."""
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
 
     trace = tmp_path / "t40"
     r = _finish(_start_engine(["--algo", "treesplit", "--ranks", "2", "--bcast-ranks", "1", "--threads", "2",

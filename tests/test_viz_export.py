@@ -6,7 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from model.trace import Meta, TraceWriter, read_trace
+from engine.trace_files import TraceWriter, read_trace
+from model.trace import Meta
 from viz.export.chrome import events, tid_of
 
 PACKAGES = [  # t_start, t_end, rank, worker, kind, sim_id

@@ -4,7 +4,8 @@ import numpy as np
 
 from model.loa.game import parse_square
 from model.loa.rules import PASS
-from model.trace import Meta, TraceWriter, read_trace
+from engine.trace_files import TraceWriter, read_trace
+from model.trace import Meta
 from viz.rundata import RunData
 from viz.views import Overview, TreeShape
 

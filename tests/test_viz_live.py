@@ -7,7 +7,8 @@ import pytest
 from viz_helpers import Dashboard
 
 import viz.live as live
-from model.telemetry import TelemetrySender, Window, encode
+from engine.telemetry import TelemetrySender
+from model.telemetry import Window, encode
 from viz.live import LiveAggregator
 from viz.synthetic import telemetry_records
 from viz.views import VIEWS

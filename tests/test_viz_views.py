@@ -5,7 +5,8 @@ import pytest
 from bokeh.models import HelpTool
 from bokeh.plotting import figure as Figure
 
-from model.trace import Meta, TraceWriter, read_trace
+from engine.trace_files import TraceWriter, read_trace
+from model.trace import Meta
 from viz.rundata import RunData
 from viz.views import VIEWS, LoadBalance, MessageTraffic, Overview, Teaching, TreeShape
 from viz.views.common import BAR_LIMIT, RankBars

@@ -30,6 +30,16 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(message)
 
 
+class _Version(argparse.Action):
+    """--version, reading the version only when asked (treesplit.__version__ reads package metadata)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        import treesplit
+
+        print(f"treesplit {treesplit.__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     import importlib
     import pkgutil
@@ -42,9 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    from treesplit import __version__
-
-    parser.add_argument("--version", action="version", version=f"treesplit {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for part in PARTS:
         pkg = importlib.import_module(f"{part}.commands")

@@ -6,12 +6,15 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+import pandas as pd
 from bokeh.embed import file_html
 from bokeh.layouts import column, row
-from bokeh.models import Div, HelpTool, TabPanel, Tabs
+from bokeh.models import ColumnDataSource, Div, HelpTool, HoverTool, TabPanel, Tabs
+from bokeh.plotting import figure
 from bokeh.resources import INLINE
 
-from model.trace import read_trace
+from engine.trace_files import read_trace
+from model.errors import UserError
 from viz.rundata import RunData, trace_labels
 from viz.views import VIEWS
 
@@ -21,12 +24,6 @@ REPORT_VIEWS = ["overview", "load", "traffic", "tree"]
 
 def scaling_panel(csv_path: Path) -> TabPanel:
     """A "Prediction" tab from a scaling curve CSV (`treesplit predict`'s ALGO-PROFILE.csv): rate and efficiency."""
-    import pandas as pd
-    from bokeh.models import ColumnDataSource, HoverTool
-    from bokeh.plotting import figure
-
-    from model.errors import UserError
-
     try:
         df = pd.read_csv(csv_path)
     except (OSError, ValueError) as e:

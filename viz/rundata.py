@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from engine.trace_files import Trace
 from model import game as games
-from model.trace import MESSAGE_KINDS, Trace
+from model.trace import MESSAGE_KINDS
 from viz.intervals import busy_per_bin, nice_step, open_at
 
 MAX_BINS = 300
@@ -238,7 +240,6 @@ class RunData:
 
 def trace_labels(paths: list) -> list[str]:
     """A short label per trace directory: its name, or its last two parts when two traces share a name."""
-    from pathlib import Path
 
     parts = [Path(p).resolve().parts for p in paths]
     names = [p[-1] for p in parts]

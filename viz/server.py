@@ -4,6 +4,7 @@ of them, the trace's files under /trace/ (nothing outside the trace directory), 
 from __future__ import annotations
 
 import json
+from html import escape
 from pathlib import Path
 from typing import Any, Callable
 
@@ -18,6 +19,7 @@ from tornado.web import HTTPError, RequestHandler, StaticFileHandler
 
 from model.errors import UserError
 from viz.app import ALL_VIEWS, Provider, make_app
+from viz.views.common import HELP, help_anchor
 
 
 class TraceFileHandler(StaticFileHandler):
@@ -54,10 +56,6 @@ class HelpHandler(RequestHandler):
     """Every plot's help text, one section per plot (the '?' tools link here)."""
 
     def get(self) -> None:
-        from html import escape
-
-        from viz.views.common import HELP, help_anchor
-
         items = "".join(f"<h3 id='{help_anchor(t)}'>{escape(t)}</h3><p>{escape(h)}</p>" for t, h in sorted(HELP.items()))
         self.write(f"<!DOCTYPE html><html><head><title>treesplit dashboard: help</title></head>"
                    f"<body style='font-family:sans-serif;max-width:50em'><h2>What each plot shows</h2>{items}"

@@ -1,4 +1,4 @@
-"""Plausible synthetic traces, written with model.trace.TraceWriter, for tests, benchmarks and demos.
+"""Plausible synthetic traces, written with engine.trace_files.TraceWriter, for tests, benchmarks and demos.
 
 The run imitates UCT-Treesplit's flows without running any search: each simulation starts at the root's
 owner (rank 0, so rank 0 is the hot spot a load-balance view should show), hops over a few random search
@@ -20,7 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from model.trace import Meta, TraceWriter
+from engine.trace_files import TraceWriter
+from model.telemetry import Window
+from model.trace import Meta
 from viz.intervals import busy_integral
 
 _PKG_MEAN_S = {"select": 20e-6, "expand": 40e-6, "playout": 300e-6, "update": 10e-6, "bcast": 15e-6}
@@ -327,7 +329,6 @@ def telemetry_records(t0: float, t1: float, search: int = 4, broadcast: int = 1,
                       with_tree: bool = False, board: int = 9) -> list[dict]:
     """One window [t0, t1) of plausible telemetry from every rank (model/telemetry records), the
     `step`-th window of a run: counters grow with step so rates come out steady."""
-    from model.telemetry import Window
 
     rng = rng or np.random.default_rng(step)
     M, B, W = search, broadcast, max(threads, 2)

@@ -1,6 +1,6 @@
 """One plain sentence per trace event, for the teaching view: what a package does, why a message travels.
 
-The words follow the roles of model/roles (seed 000, 4.2, for UCT-Treesplit): a simulation's SELECT steps run
+The words follow the roles of model/roles (Schaefers 2014, 4.2, for UCT-Treesplit): a simulation's SELECT steps run
 at the rank that owns each node, a MOVE message carries the simulation (its path) to the next owner, the
 PLAYOUT runs where the path leaves the tree, UPDATE messages carry the reward back to every rank the
 simulation visited, and SYNC/BCAST spread the statistics of duplicated nodes through the broadcast ranks.

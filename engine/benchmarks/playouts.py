@@ -20,7 +20,10 @@ import json
 import statistics
 import time
 
-from model.results import add_output_flags
+from model.results import add_output_flags, output_dir
+
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
 
 
 def register(kinds) -> None:
@@ -91,7 +94,7 @@ def measure(board: int, policy: str, komi: float = 7.0, seed: int = 1, runs: int
 
 
 def _run(args) -> int:
-    from model.results import output_dir, write_json
+    from engine.results import write_json
 
     out = output_dir(args)
     res = measure(args.board, args.policy, args.komi, args.seed, args.runs, args.seconds, args.game)

@@ -23,7 +23,10 @@ import json
 import statistics
 import time
 
-from model.results import add_output_flags
+from model.results import add_output_flags, output_dir
+
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
 
 DEFAULT_SIMS = {9: 20000, 13: 8000, 19: 4000}
 
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from model import game, tt
     from model.config import parse_overrides
     from model.errors import UserError
-    from model.results import output_dir, write_json
+    from engine.results import write_json
     from model.rng import new_rng
 
     if args.repeats < 1 or args.threads < 1:

@@ -27,7 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from model.errors import UserError
-from model.results import add_output_flags
+from model.results import add_output_flags, output_dir
+
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
 
 DEFAULT_SIMS = 300
 SLOWDOWN_GAMES = 10  # the median move time of this many games at either end (fewer in a short soak)
@@ -206,7 +209,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from engine.commands.gtp import player_config
-    from model.results import output_dir, write_json
+    from engine.results import write_json
 
     if not Path("/proc/self/status").exists():
         raise UserError("bench soak reads process memory from /proc (Linux only)")

@@ -8,6 +8,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 
 def add_player_arguments(p: argparse.ArgumentParser) -> None:
     """Flags that configure our Player; every one of them passes through to the Player's config."""

@@ -6,6 +6,9 @@ import argparse
 import functools
 from pathlib import Path
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 
 DESCRIPTION = """\
 Play N games against another GTP engine with alternating colours. Writes OUT/games/game-NNNN.sgf,

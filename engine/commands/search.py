@@ -7,6 +7,9 @@ import json
 
 from model.algorithms import ALGORITHMS, DISTRIBUTED
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 DESCRIPTION = f"""\
 Run one search from the empty board (Go), the start position (Lines of Action) or the root (P-game) and
 print the chosen move, simulations/s, playouts/s (PPS), new tree nodes/s (NPS) and root visits.

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 
 DESCRIPTION = """\
 Choose (k, n, m) with k^n * m = B and n + m - 1 <= L minimising k + n, and print m, k, n and the hops a
-broadcast needs (seed 000, section 4.2.6, Table 4.1).
+broadcast needs (Schaefers 2014, section 4.2.6, Table 4.1).
 
 examples:
   treesplit topology --bcast-ranks 16
@@ -19,7 +22,7 @@ examples:
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "topology", help="shape of the broadcast network (m connected k-ary n-cubes, seed 000 eq. 4.8/4.9)",
+        "topology", help="shape of the broadcast network (m connected k-ary n-cubes, Schaefers 2014, eq. 4.8/4.9)",
         description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bcast-ranks", type=int, required=True, metavar="B", help="number of broadcast ranks")
     p.add_argument("--peers", type=int, default=12, metavar="L",

@@ -1,4 +1,4 @@
-"""The real runtime of the MPI algorithms (DESIGN.md: engine/ hosts model/roles on MPI ranks and threads).
+"""The real runtime of the MPI algorithms (engine/ hosts model/roles on MPI ranks and threads: docs/ARCHITECTURE.md).
 
     launch.py      run_distributed(config): start `mpiexec -n M+B python -m engine.mpi.main` (the venv's MPICH),
                    or, inside an MPI job someone started (PMI/PMIx/Open MPI variables), run this process's rank

@@ -1,6 +1,6 @@
-"""The MPI algorithms in the algorithm registry (engine/algorithms.py loads them with register_all()).
+"""The MPI algorithms' table (DISTRIBUTED), which engine/algorithms.py looks distributed algorithms up in.
 
-Each algorithm of model/roles (treesplit, tds, root, leaf) registers with
+Each algorithm of model/roles (treesplit, tds, root, leaf, dfuct, hybrid) has
   - a config class whose fields are the job layout (ranks, bcast_ranks, threads), seed and table size,
     the in-tree policy's (model.uct.UctParams) and the algorithm's own parameters (model/roles/params.py),
     so `--param n_dup=2048` and the Player's shared settings (c, rave, seed, threads, ranks, tt_mb) all land;
@@ -20,12 +20,19 @@ import time
 from typing import Any
 
 from engine import algorithms
+from engine.mpi import session
 from engine.mpi.config import DistributedConfig
-from engine.sequential import SearchConfig
+from engine.mpi.host import check_config
+from engine.mpi.launch import inside_mpi, run_distributed
+from engine.mpi.session import SessionClient
+from engine.mpi.summary import format_text
+from engine.sequential import COUNTER_NAMES, SearchConfig, SearchResult, wants_resign
 from model import algorithms as model_algorithms
 from model.config import check, parse_overrides
+from model.game import GO, GameSpec, game_name
+from model.go.board import G_SIZE
 from model.roles.params import ALGO_DEFAULTS, ALGO_PARAMS, UCT_DEFAULTS, split_params
-from model.uct import UctParams
+from model.uct import RootChild, UctParams
 
 DEFAULT_RANKS = 2
 # the job's layout and the player's resign rule (engine.sequential.wants_resign): not sent to the roles
@@ -85,12 +92,8 @@ def distributed_config(algo: str, cfg, **kw) -> DistributedConfig:
 
 def run_search(args) -> int:
     """`treesplit search --algo NAME ...` for an MPI algorithm."""
-    from engine.mpi.launch import run_distributed
-    from engine.mpi.summary import format_text
-
     cfg = algorithms.make_config(args.algo, parse_overrides(args.param), seed=args.seed, ranks=args.ranks,
                                  bcast_ranks=args.bcast_ranks, threads=args.threads, tt_mb=args.tt_mb)
-    from model.game import GameSpec
 
     game_params = GameSpec(name=args.game, policy=args.policy, branching=args.branching, depth=args.depth,
                            seed=args.game_seed, cost=args.playout_cost).options()
@@ -110,7 +113,6 @@ def run_search(args) -> int:
 def layout_hint(dc) -> str | None:
     """A note when --threads puts more threads on the machine than it has cores and ranks have worker threads:
     every hop then waits for thread wake-ups (engine.mpi.config.fast_threads, the default, never does)."""
-    from engine.mpi.launch import inside_mpi
 
     cores = os.cpu_count() or 1
     threads = dc.world_size * dc.threads
@@ -131,8 +133,6 @@ class DistributedSearcher:
     keeps_root_visits = False
 
     def __init__(self, algo: str, config):
-        from engine.mpi.launch import inside_mpi
-
         config.validate()
         self.name, self.config = algo, config
         self.session = None
@@ -140,8 +140,6 @@ class DistributedSearcher:
         self._check = distributed_config(algo, config, sims=1)
         self._check.validate()
         if inside_mpi():
-            from engine.mpi import session
-
             if session._comm().Get_rank() != 0:
                 session.follow()
                 raise SystemExit(0)
@@ -149,19 +147,11 @@ class DistributedSearcher:
 
     def _session(self):
         if self.session is None:
-            from engine.mpi.host import check_config
-            from engine.mpi.session import SessionClient
-
             check_config(self._check)
             self.session = SessionClient(self._check.world_size)
         return self.session
 
     def search(self, pos, budget, plan=None):
-        from engine.sequential import COUNTER_NAMES, SearchResult, wants_resign
-        from model.game import GO, game_name
-        from model.go.board import G_SIZE
-        from model.uct import RootChild
-
         g = pos.g
         go = int(g[0]) == GO
         dc = distributed_config(self.name, self.config, game=game_name(g),
@@ -212,8 +202,9 @@ class DistributedSearcher:
             self.session = None
 
 
-def register_all() -> None:
-    for algo in model_algorithms.DISTRIBUTED:
-        algorithms.register(algorithms.Algorithm(
-            algo, model_algorithms.get(algo).description, _config_class(algo),
-            make_searcher=lambda cfg, a=algo: DistributedSearcher(a, cfg), run=run_search, needs_mpi=True))
+# the distributed algorithms of model/algorithms.py, as the engine runs them (engine/algorithms.py looks them up)
+DISTRIBUTED: dict[str, algorithms.Algorithm] = {
+    algo: algorithms.Algorithm(algo, model_algorithms.get(algo).description, _config_class(algo),
+                               make_searcher=lambda cfg, a=algo: DistributedSearcher(a, cfg), run=run_search,
+                               needs_mpi=True)
+    for algo in model_algorithms.DISTRIBUTED}

@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 
+from model.cycles import counting, cycles
+
 TAG_PING, TAG_PONG, TAG_RESULT = 1, 2, 3
 
 
@@ -35,7 +37,7 @@ def synchronise(comm, cache: dict | None = None, rounds: int = 8) -> Clock:
     cache: a session's (engine.mpi.session), kept across its searches: the offsets measured by the last full
     synchronisation are reused for RESYNC_AFTER seconds, and only the start time goes round (one broadcast
     instead of 8 ping-pongs per rank, which cost tens of ms of every GTP move on a loaded machine)."""
-    from mpi4py import MPI
+    from mpi4py import MPI  # MPI starts when mpi4py.MPI is imported: launch.world() sets the thread level first
 
     rank, size = comm.Get_rank(), comm.Get_size()
     comm.Barrier()
@@ -54,7 +56,7 @@ def synchronise(comm, cache: dict | None = None, rounds: int = 8) -> Clock:
 
 
 def _measure(comm, rank: int, size: int, rounds: int) -> Clock:
-    from mpi4py import MPI
+    from mpi4py import MPI  # MPI starts when mpi4py.MPI is imported: launch.world() sets the thread level first
 
     buf = np.zeros(1, dtype=np.float64)
     if rank == 0:
@@ -90,8 +92,6 @@ def ticks_per_second() -> float:
     """Cycle-counter ticks (model/cycles.py) per second of this clock, measured once per process over 20 ms
     (a rank's run slices are given in ticks: the kernel reads the counter, not this clock)."""
     if not _TICKS:
-        from model.cycles import counting, cycles
-
         if not counting():
             _TICKS.append(0.0)
         else:

@@ -2,7 +2,7 @@
 trace, so that the dashboard shows the records up to the failure and marks it.
 
 MPICH's mpiexec (Hydra) answers a rank that dies by SIGKILLing every other rank at once, without a SIGTERM
-first: the ranks get no chance to close their trace parts (model/trace.py therefore writes them in segments
+first: the ranks get no chance to close their trace parts (engine/trace_files.py therefore writes them in segments
 that survive a kill), nor to say anything. Nor does mpiexec tell reliably which one died first: its report
 ("PID 14691 RUNNING AT node7 / EXIT CODE: 9", on its stdout) names the first rank in its own order that
 ended badly, and after the clean-up every rank did. So the launcher watches the ranks itself:
@@ -34,6 +34,10 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from engine.trace_files import finalize, read_meta, read_table, write_meta
+from model.errors import TraceError
+from model.trace import TABLES
 
 _RANK_ERROR = re.compile(r"treesplit: rank (\d+): error: (.*)")
 _HYDRA_EXIT = re.compile(r"EXIT CODE: (\d+)")
@@ -205,9 +209,6 @@ def mark_trace(directory: str | Path, failure: Failure) -> dict | None:
     """Write `failure` into the trace's meta.json (not complete; when the failed rank was last heard of)
     and merge the parts the ranks left. Returns the failure as written, or None if there is no trace
     (rank 0 never wrote meta.json)."""
-    from model.errors import TraceError
-    from model.trace import TABLES, finalize, read_meta, read_table, write_meta
-
     d = Path(directory)
     try:
         meta = read_meta(d)

@@ -31,6 +31,7 @@ import importlib
 from typing import Any, Protocol
 
 from engine.mpi.config import DistributedConfig
+from engine.mpi.roles_host import check_config as check_roles, make_roles_host
 from model.errors import ConfigError
 
 Out = tuple[list, list[tuple[int, str, bytes, int]]]
@@ -69,7 +70,6 @@ def make_host(config: DistributedConfig, rank: int, world: int, cache: dict | No
     cache: what a session keeps from one search to the next (engine.mpi.session)."""
     if config.role_factory:
         return load_factory(config.role_factory)(config, rank, world)
-    from engine.mpi.roles_host import make_roles_host
 
     return make_roles_host(config, rank, world, cache)
 
@@ -79,6 +79,5 @@ def check_config(config: DistributedConfig) -> None:
     if config.role_factory:
         load_factory(config.role_factory)
         return
-    from engine.mpi.roles_host import check_config as check_roles
 
     check_roles(config)

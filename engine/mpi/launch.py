@@ -20,6 +20,8 @@ from typing import Any
 
 from engine.mpi.config import DistributedConfig
 from engine.mpi.failure import Failure, OutputWatch, RankWatch, diagnose, mark_trace
+from engine.mpi.host import check_config
+from engine.mpi.rank import RankRuntime
 from model.errors import UserError
 
 # Environment variables that MPI launchers set in every rank (MPICH/Hydra, Open MPI, PMIx, Slurm's PMI).
@@ -56,7 +58,7 @@ def mpiexec_command(config: DistributedConfig, spec: Path, result: Path) -> list
 def mpi_world():
     """MPI_COMM_WORLD, starting MPI with MPI_THREAD_FUNNELED if it is not running yet (only the IO thread
     of a rank calls MPI)."""
-    import mpi4py
+    import mpi4py  # here, not at the top: importing mpi4py.MPI starts MPI, and the thread level comes first
 
     if "mpi4py.MPI" not in sys.modules:
         mpi4py.rc.thread_level = "funneled"
@@ -67,7 +69,6 @@ def mpi_world():
 
 def run_in_mpi(config: DistributedConfig) -> dict[str, Any] | None:
     """Run this process's rank of the search (called on every rank)."""
-    from engine.mpi.rank import RankRuntime
 
     return RankRuntime(config, mpi_world()).run()
 
@@ -82,7 +83,6 @@ def run_distributed(config: DistributedConfig, timeout: float | None = None) -> 
     config.validate()
     if inside_mpi():
         return run_in_mpi(config)
-    from engine.mpi.host import check_config
 
     check_config(config)
     with tempfile.TemporaryDirectory(prefix="treesplit-mpi-") as tmp:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from model.game import trace_board
+from model.roles.snapshot import tree_rows
+
 # A late dashboard learns the run's configuration from every META_EVERY-th record (the first included).
 META_EVERY = 20
 # The tree snapshot: every TREE_EVERY s, the rank's most visited top of the tree, small enough for one
@@ -24,7 +27,6 @@ def tree_of(role) -> dict[str, list] | None:
     (a broadcast rank, leaf's playout ranks). The dashboard joins the ranks' parts by hash."""
     if not all(hasattr(role, a) for a in ("t", "g", "root", "kernel_ranks", "local_slots")):
         return None
-    from model.roles.snapshot import tree_rows
 
     cols = tree_rows([role], TREE_DEPTH, TREE_NODES)
     if not len(cols["hash"]):
@@ -44,8 +46,6 @@ class LiveFields:
         self._io = 0.0
 
     def meta(self) -> dict[str, Any]:
-        from model.game import trace_board
-
         c = self.config
         return {"algo": c.algo, "game": c.game, "board": trace_board(c.game, c.board),
                 "ranks": {"search": c.ranks, "broadcast": c.resolved_bcast_ranks()}, "threads": c.threads,

@@ -30,20 +30,21 @@ from typing import Any
 import numpy as np
 
 from engine.mpi.config import DistributedConfig
+from engine.mpi.launch import DistributedError, _die_with_parent, mpi_world, mpiexec_path
+from engine.mpi.rank import RankRuntime
+from model import tt
 from model.errors import UserError
 
 QUIT = {"op": "quit"}
 
 
 def _comm():
-    from engine.mpi.launch import mpi_world
-
     return mpi_world()
 
 
 def _bcast_json(comm, obj: dict | None) -> dict:
     """Rank 0 passes `obj` to every rank (JSON bytes, never pickle); the others get it."""
-    from mpi4py import MPI
+    from mpi4py import MPI  # MPI starts when mpi4py.MPI is imported: launch.world() sets the thread level first
 
     n = np.zeros(1, np.int64)
     data = b""
@@ -58,7 +59,6 @@ def _bcast_json(comm, obj: dict | None) -> dict:
 
 def _execute(comm, cmd: dict, cache: dict) -> dict[str, Any] | None:
     """One command on this rank; rank 0 returns the answer."""
-    from engine.mpi.rank import RankRuntime
 
     op = cmd.get("op")
     if op == "search":
@@ -70,8 +70,6 @@ def _execute(comm, cmd: dict, cache: dict) -> dict[str, Any] | None:
     if op == "reset":
         # the same table, emptied: a new one would cost its page faults again, every game
         if cache.get("table") is not None:
-            from model import tt
-
             tt.clear(cache["table"])
         return {"ok": True}
     return {"ok": False, "error": f"unknown session command {op!r}"}
@@ -120,8 +118,6 @@ class SessionClient:
     """A session in an MPI job of its own; commands go to rank 0's stdin, answers come from its stdout."""
 
     def __init__(self, world_size: int, mpiexec_args: list | None = None):
-        from engine.mpi.launch import _die_with_parent, mpiexec_path
-
         cmd = [mpiexec_path(), *map(str, mpiexec_args or []), "-n", str(world_size), sys.executable, "-m",
                "engine.mpi.session"]
         self.world_size = world_size
@@ -130,8 +126,6 @@ class SessionClient:
         atexit.register(self.close)
 
     def command(self, cmd: dict) -> dict:
-        from engine.mpi.launch import DistributedError
-
         if self.proc.poll() is not None:
             raise DistributedError(f"the MPI session ended (exit code {self.proc.returncode})")
         try:

@@ -1,4 +1,4 @@
-"""The figures of a distributed search (DESIGN.md "Metrics"), from the REPORTs every rank sends rank 0."""
+"""The figures of a distributed search (docs/ARCHITECTURE.md, "Metrics"), from the REPORTs every rank sends rank 0."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 from engine.mpi import control as ctl
 from engine.mpi.config import DistributedConfig
+from model.game import game_title
 
 _NETWORK_OVERHEAD = ("CONTROL",)
 
@@ -57,7 +58,6 @@ def summarise(cfg: DistributedConfig, control: ctl.Control, host_result: dict[st
 
 def format_text(res: dict[str, Any]) -> str:
     """The human-readable summary `treesplit search` prints."""
-    from model.game import game_title
 
     move = res.get("move_str", res.get("move", "?"))
     lines = [

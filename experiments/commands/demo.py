@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 DESCRIPTION = """\
 Run UCT-Treesplit on local MPI ranks (9x9, a short search) with the live dashboard open on 127.0.0.1,
 calibrate the simulator on that run, replay it for as long as it ran (the report says how far the two rates

@@ -6,6 +6,9 @@ import argparse
 
 from model.results import add_output_flags
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 DESCRIPTION = """\
 Run one experiment with its configuration (experiments/configs/NAME.toml) and write its tables (CSV),
 summary.json and a report.html that puts our figure beside the reference's, to results/experiments/NAME/

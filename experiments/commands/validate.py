@@ -6,6 +6,9 @@ import argparse
 
 from model.results import add_output_flags
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 DESCRIPTION = """\
 Run the real engine (sequential, tree, treesplit/tds/root/leaf on 1-4 ranks) and the simulator with a profile
 calibrated on each run (or --profile), and print predicted vs measured figures with relative errors. Writes

@@ -215,14 +215,14 @@ class GoGame:
         return "\n".join(lines)
 
     def to_sgf(self) -> bytes:
-        from model.go.sgf import game_to_sgf
+        from model.go.sgf import game_to_sgf  # sgf.py builds GoGames: a top-level import would be circular
 
         return game_to_sgf(self)
 
     @classmethod
     def from_sgf(cls, data: bytes, policy: str = "random") -> "GoGame":
         """A game from SGF bytes (main line; AB/AW setup and handicap supported); UserError if unreadable."""
-        from model.go.sgf import game_from_sgf
+        from model.go.sgf import game_from_sgf  # (circular at the top, as in to_sgf)
 
         return game_from_sgf(data, policy)
 

@@ -2,33 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sgfmill import sgf, sgf_moves
 
 from model.errors import ConfigError, UserError
-
-if TYPE_CHECKING:
-    from model.go.game import GoGame
+from model.go.game import GoGame, IllegalMove
+from model.version import package_version
 
 _COLOUR = {0: "b", 1: "w"}
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("treesplit")
-    except PackageNotFoundError:
-        return "dev"
-
-
-def game_to_sgf(game: "GoGame") -> bytes:
+def game_to_sgf(game: GoGame) -> bytes:
     """The game as SGF (FF[4]), with RE once both players have passed (Tromp-Taylor, all stones alive)."""
     out = sgf.Sgf_game(size=game.size)
     root = out.get_root()
     root.set("KM", game.komi)
-    root.set("AP", ("treesplit", _version()))
+    root.set("AP", ("treesplit", package_version()))
     n = game.size
 
     def rc(a: int) -> tuple[int, int]:
@@ -46,9 +34,8 @@ def game_to_sgf(game: "GoGame") -> bytes:
     return out.serialise()
 
 
-def game_from_sgf(data: bytes, policy: str = "random") -> "GoGame":
+def game_from_sgf(data: bytes, policy: str = "random") -> GoGame:
     """A GoGame replaying the main line of an SGF game; UserError naming the problem if it cannot."""
-    from model.go.game import GoGame, IllegalMove
 
     if isinstance(data, str):
         data = data.encode()

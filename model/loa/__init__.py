@@ -1,1 +1,1 @@
-"""Lines of Action (seed 001): the rules and playouts as numba kernels, knowledge, and the serial agents."""
+"""Lines of Action (Christoph 2020): the rules and playouts as numba kernels, knowledge, and the serial agents."""

@@ -2,7 +2,7 @@
 
 Squares are sq = 8 * row + col, row 0 = rank 1 (Black's home row), col 0 = file a.
 
-Lines (seed 001 4.1.1, after MIA): the 46 lines of the board in four orientations - 8 rows, 8 columns,
+Lines (Christoph 2020, 4.1.1, after MIA): the 46 lines of the board in four orientations - 8 rows, 8 columns,
 15 diagonals (row - col constant) and 15 anti-diagonals (row + col constant). A line's contents are kept as
 a base-3 number sum(p_i * 3^i) over its squares (p = 0 empty, 1 black, 2 white), updated with one addition
 per touched line when a piece comes or goes. The distance of a move is the number of pieces on its line and
@@ -10,7 +10,7 @@ the path rule (own pieces may be jumped, enemy ones not) depends only on the lin
 indexed by (line length, encoding, position of the piece) gives the landing position in each of the two
 directions, or -1. Move generation is then four table reads per piece.
 
-Quads (seed 001 2.4.1, Winands' quad heuristic): the 81 2x2 windows of the board, partial ones at the edges
+Quads (Christoph 2020, 2.4.1, Winands' quad heuristic): the 81 2x2 windows of the board, partial ones at the edges
 included. Each colour keeps a 4-bit occupancy per quad and the running sum of the quads' contributions to
 4 * Euler number (8-connectivity): +1 for one filled corner, -1 for three, -2 for a diagonal pair. A colour
 whose Euler number is above 1 has at least two groups, so the full connectivity test runs only when it is

@@ -1,4 +1,4 @@
-"""LOA knowledge (seed 001 4.1.3): move categories with Table A.1's transition probabilities, and the
+"""LOA knowledge (Christoph 2020, 4.1.3): move categories with Table A.1's transition probabilities, and the
 concentration evaluation. Both give a move a value H for progressive bias and unpruning order; the move
 categories also weight the knowledge playout.
 

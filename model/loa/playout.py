@@ -1,6 +1,6 @@
 """LOA playouts: play a position to the end and return the result from Black's view (+1 / -1 / 0).
 
-Random policy (seed 001 4.1.1.2): pick a random piece of the side to move and a random one of its moves; a
+Random policy (Christoph 2020, 4.1.1.2): pick a random piece of the side to move and a random one of its moves; a
 piece without moves is a miss, and after three misses the move is drawn uniformly from all legal moves
 (a pass if there is none). Cheap and close to uniform: a move's chance is 1/(pieces * moves of its piece).
 

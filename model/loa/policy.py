@@ -1,15 +1,15 @@
-"""The serial agents of seed 001 (Table 5.1): UCT with progressive bias, plus progressive unpruning (PU) or
+"""The serial agents of Christoph 2020 (Table 5.1): UCT with progressive bias, plus progressive unpruning (PU) or
 first-play urgency (FPU), with move categories (MC) or the concentration evaluation (EF) as knowledge.
 
 Selection at a node with N visits, over its children sorted by knowledge value H (highest first, ties in
-move-generation order, as seed 001 4.2.1 sorts them), child i having n_i visits and reward sum v_i:
-    UCT_pb(i) = v_i / n_i + 2 C_uct sqrt(2 ln N / n_i) + C_pb H_i / (n_i + 1)          (seed 001 eq. 2.3, 2.5)
+move-generation order, as Christoph 2020, 4.2.1, sorts them), child i having n_i visits and reward sum v_i:
+    UCT_pb(i) = v_i / n_i + 2 C_uct sqrt(2 ln N / n_i) + C_pb H_i / (n_i + 1)          (Christoph 2020, eq. 2.3, 2.5)
   PU:  only the first U(N) = U_0 + floor(ln N / ln mu) children are candidates (eq. 2.4; U_0 when N = 0);
        an unvisited candidate is taken first (value infinity, as in plain UCT), the best-ranked one first.
   FPU: every child is a candidate; an unvisited child scores the fixed urgency FPU, knowledge plays no
-       part before a child's first visit (seed 001 5.2.2 credits PU's lead over FPU to PU's knowledge order).
+       part before a child's first visit (Christoph 2020, 5.2.2, credits PU's lead over FPU to PU's knowledge order).
        Option fpu_bias adds the bias with n_i = 0, C_pb H_i, to FPU: knowledge then orders the first visits
-       too, which (with the evaluation as H) makes FPU agents far stronger than seed 001's.
+       too, which (with the evaluation as H) makes FPU agents far stronger than Christoph 2020's.
 Exact ties are broken at random. The move played is the most visited root child.
 
 One simulation: descend from the root through stored nodes, storing the first new node reached (a new
@@ -47,7 +47,7 @@ class AgentParams:
     u0: int = 1                # PU agents only: initial window
     mu: float = 2.5365         # PU agents only: unpruning rate
     max_depth: int = 200       # longest in-tree path
-    fpu_bias: bool = False     # FPU agents: an unvisited child scores FPU + C_pb H (not in seed 001)
+    fpu_bias: bool = False     # FPU agents: an unvisited child scores FPU + C_pb H (not in Christoph 2020)
 
     def validate(self) -> None:
         check(self.kind in KINDS, "kind", f"one of {', '.join(KINDS)}")
@@ -61,7 +61,7 @@ class AgentParams:
 
     def uct_params(self) -> uct.UctParams:
         """The in-tree policy that is this agent (model/uct.py's knowledge hooks; RAVE and virtual loss off;
-        seed 001's exploration term 2 C_uct sqrt(2 ln N / n) is UCT's C sqrt(2 ln N / n) with C = 2 C_uct)."""
+        Christoph 2020's exploration term 2 C_uct sqrt(2 ln N / n) is UCT's C sqrt(2 ln N / n) with C = 2 C_uct)."""
         pu = self.kind == "pu"
         return uct.UctParams(c=2.0 * self.c_uct, rave=False, fpu=self.fpu, vloss=0.0, expand_visits=0,
                              expand_node_visits=1, pb=self.c_pb, pb_unvisited=self.fpu_bias,
@@ -72,7 +72,7 @@ class AgentParams:
         return asdict(self)
 
 
-# Table 5.1 of seed 001 (CLOP-tuned)
+# Table 5.1 of Christoph 2020 (CLOP-tuned)
 AGENTS = {
     "pu-mc": AgentParams("pu", "mc", c_uct=1.0748, c_pb=12.3619, u0=1, mu=2.5365),
     "pu-ef": AgentParams("pu", "ef", c_uct=0.8610, c_pb=14.2020, u0=2, mu=2.6011),

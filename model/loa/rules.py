@@ -1,6 +1,6 @@
 """LOA rules on one flat int64 array: moving and capturing, move generation, the terminal test, hashing.
 
-Rules (seed 001 2.4): 8x8, 12 pieces a side, Black first. A piece moves in a straight line (8 directions)
+Rules (Christoph 2020, 2.4): 8x8, 12 pieces a side, Black first. A piece moves in a straight line (8 directions)
 exactly as many squares as there are pieces of either colour on that line; it may jump its own pieces, not
 enemy ones, and captures by landing on an enemy. After a move, a player whose pieces form one 8-connected
 group wins; a move that does so for both players at once is a draw. A player without a move passes (two

@@ -1,4 +1,4 @@
-"""UCT-Treesplit's broadcast rank (seed 000, 4.2.6): delay, merge and spread synchronisation messages.
+"""UCT-Treesplit's broadcast rank (Schaefers 2014, 4.2.6): delay, merge and spread synchronisation messages.
 
 Each search rank sends its DUP and SYNC messages to its broadcast partner only, and hears the other ranks'
 only from it. A broadcast rank

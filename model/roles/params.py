@@ -22,7 +22,7 @@ class SearchParams:
     """What every distributed algorithm shares."""
 
     table_mb: float = 64.0        # transposition table per rank (MiB)
-    overload: int = 5             # O: simulations in flight per worker, S_par = (C-1) M O (seed 000 4.2.4)
+    overload: int = 5             # O: simulations in flight per worker, S_par = (C-1) M O (Schaefers 2014, 4.2.4)
     fuse: bool = True             # a simulation's steps on one rank run as one package (treesplit, tds, root,
     #                               hybrid; leaf and dfuct always run one package per step)
     chain: int = 64               # most simulations one fused package runs back to back while each stays on
@@ -37,7 +37,7 @@ class SearchParams:
 
 @dataclass
 class TreesplitParams(SearchParams):
-    """UCT-Treesplit (seed 000 4.2); tds is this with n_dup = inf."""
+    """UCT-Treesplit (Schaefers 2014, 4.2); tds is this with n_dup = inf."""
 
     n_dup: float = 8192           # visits after which a node is duplicated on all ranks (inf: never)
     n_sync_min: int = 8           # N_sync(s,a) = min(N_sync_max, max(N_sync_min, alpha (N_delta + N)))
@@ -58,7 +58,7 @@ class TreesplitParams(SearchParams):
         check(isinstance(self.n_sync_max, int) and self.n_sync_max >= self.n_sync_min, "n_sync_max",
               "must be an integer >= n_sync_min")
         check(self.alpha >= 0 and math.isfinite(self.alpha), "alpha", "must be >= 0")
-        check(self.balance_k > 1, "balance_k", "K must be > 1 (seed 000 4.2.5)")
+        check(self.balance_k > 1, "balance_k", "K must be > 1 (Schaefers 2014, 4.2.5)")
         check(self.bcast_delay >= 0, "bcast_delay", "must be >= 0")
         check(isinstance(self.peers, int) and self.peers >= 1, "peers", "must be an integer >= 1")
         check(isinstance(self.bcast_ratio, int) and self.bcast_ratio >= 1, "bcast_ratio", "must be >= 1")
@@ -107,7 +107,7 @@ class DfuctParams(SearchParams):
         super().validate()
         check(isinstance(self.report_every, int) and self.report_every >= 0, "report_every", "must be an integer >= 0")
         check(self.switch_margin >= 0 and math.isfinite(self.switch_margin), "switch_margin", "must be >= 0")
-        check(self.balance_k > 1, "balance_k", "K must be > 1 (seed 000 4.2.5)")
+        check(self.balance_k > 1, "balance_k", "K must be > 1 (Schaefers 2014, 4.2.5)")
 
 
 @dataclass

@@ -23,7 +23,10 @@ import json
 import statistics
 import time
 
-from model.results import add_output_flags
+from model.results import add_output_flags, output_dir
+
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
 
 # simulated seconds measured per node count (after a warm-up of 20 % of it)
 SPANS = {"functional": {1: 0.05, 8: 0.02, 32: 0.01, 128: 0.008},
@@ -69,7 +72,7 @@ def _where(n: int, bcast: int) -> str:
 def main(args) -> int:
     from model.errors import UserError
     from model.algorithms import DISTRIBUTED as ALGORITHMS
-    from model.results import output_dir, write_json
+    from engine.results import write_json
     from sim.commands.simulate import parse_nodes
     from sim.statistical import ALGOS as STAT_ALGOS
 

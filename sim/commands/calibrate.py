@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 DESCRIPTION = """\
 Fit per-kind work-package service times, message sizes and the traced algorithm's workload from an engine
 trace, and the LogGP network from an MPI ping-pong/bandwidth sweep run here (mpiexec -n 2, a few seconds).
@@ -36,7 +39,7 @@ def main(args) -> int:
     from pathlib import Path
 
     from model.errors import UserError
-    from model.trace import read_meta
+    from engine.trace_files import read_meta
     from sim.calibrate import calibrate, run_pingpong
     from sim.profile import load_profile
 

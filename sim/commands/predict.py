@@ -9,6 +9,9 @@ import sys
 from model.results import add_output_flags
 from sim.commands.simulate import add_run_options
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 DESCRIPTION = """\
 Simulate an algorithm at several node counts of a machine profile and print the scaling curve: sims/s,
 speedup and efficiency against the smallest count, worker busy fraction, hops, bandwidth per rank, IO loop

@@ -6,6 +6,9 @@ import argparse
 import json
 import sys
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 
 def add_run_options(p: argparse.ArgumentParser, nodes_help: str) -> None:
     """Options shared by simulate and predict."""

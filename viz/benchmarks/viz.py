@@ -20,7 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from model.results import add_output_flags
+from model.results import add_output_flags, output_dir
+
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
 
 
 def register(kinds) -> None:
@@ -47,7 +50,7 @@ def _serialise(models) -> None:
 
 
 def time_open(trace_dir: Path) -> dict[str, float]:
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
     from viz.rundata import RunData
     from viz.views import VIEWS
 
@@ -69,7 +72,7 @@ def time_open(trace_dir: Path) -> dict[str, float]:
 
 
 def time_tree(trace_dir: Path) -> dict[str, float]:
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
     from viz.rundata import RunData
     from viz.views import TreeShape
 
@@ -89,7 +92,7 @@ def browser_tree_render(trace_dir: Path, out_dir: Path, repeat: int) -> list[flo
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
     from viz.rundata import RunData
     from viz.views import TreeShape
 
@@ -123,7 +126,7 @@ check();""")
 def run(args) -> int:
     import json
 
-    from model.results import output_dir, write_json
+    from engine.results import write_json
     from viz.synthetic import SyntheticSpec, write_synthetic_trace
 
     directory = output_dir(args)

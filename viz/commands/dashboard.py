@@ -7,6 +7,9 @@ from pathlib import Path
 
 from model.errors import UserError
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 DESCRIPTION = """\
 Start the dashboard (a Bokeh server in this process) and print its URLs. Views: / (all, in tabs),
 /overview, /load, /traffic, /tree, /teaching. --trace replays a recorded run (engine or simulator) with a
@@ -52,7 +55,7 @@ def parse_hostport(text: str) -> tuple[str, int]:
 def run(args) -> int:
     import signal
 
-    from model.trace import read_meta, read_trace
+    from engine.trace_files import read_meta, read_trace
 
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port {args.port}: must be 0..65535")

@@ -7,6 +7,9 @@ from pathlib import Path
 
 from model.errors import UserError
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 DESCRIPTION = """\
 Write a recorded trace (engine or simulator) in a format the HPC trace viewers open:
   chrome  Chrome/Perfetto trace-event JSON: ranks as processes, the IO thread and workers as threads, work
@@ -33,7 +36,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from model.trace import read_meta, read_trace
+    from engine.trace_files import read_meta, read_trace
 
     read_meta(args.trace)  # a bad directory stops here with one clear message
     out = args.out or args.trace.parent / (args.trace.resolve().name + SUFFIX[args.format])

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+# `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
+# when they are called, which keeps --help fast.
+
 DESCRIPTION = """\
 Write the dashboard's overview, load, traffic and tree views of a trace into one HTML file with everything
 inlined (opens offline, no server).

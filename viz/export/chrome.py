@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from model.trace import Trace
+from engine.trace_files import Trace
 
 US = 1e6  # the format's timestamps are microseconds
 

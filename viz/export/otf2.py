@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from model.errors import UserError
-from model.trace import MESSAGE_KINDS, Trace
+from engine.trace_files import Trace
+from model.trace import MESSAGE_KINDS
 
 RESOLUTION = 10**9  # timer ticks per second: nanoseconds
 
