@@ -130,6 +130,22 @@ def test_held_out_rows_are_never_calibrated_on_their_own_runs(monkeypatch):
     assert res["held_out"]["configurations"] == len(held) and res["in_sample"]["configurations"] == len(own)
 
 
+def test_sim_validation_report_leads_with_the_held_out_table(monkeypatch):
+    import pandas as pd
+
+    from experiments import sim_validation as sv
+    from experiments.validate import ValidateConfig, validate
+
+    _fake_runs(monkeypatch)
+    res = validate(ValidateConfig(boards=(9,), quick=True, repeats=1, pingpong=False), log=lambda s: None)
+    cfg = sv.Config(boards=[9], subset=True)
+    table = pd.DataFrame([{**r, "fixed": " ".join(r["fixed"])} for r in res["rows"]])
+    out = sv.outcome(cfg, {"validate": table, "history": pd.DataFrame([sv.history_row(res, cfg)])})
+    assert out.sections[0].title.startswith("Held out")
+    assert out.summary["held_out_configurations"] == res["held_out"]["configurations"] >= 4
+    assert out.agreement.startswith("Held out (calibrated on treesplit 2x1 9x9 only)")
+
+
 def test_fixed_figures_are_listed_apart_and_not_counted():
     from experiments.validate import summary
 
