@@ -128,11 +128,15 @@ def _spread_words(last) -> str:
 
 
 def run(cfg: Config, out: Path):
-    from experiments.validate import ValidateConfig, validate
+    from experiments.validate import REFERENCE_PROFILE, ValidateConfig, validate
 
     vc = ValidateConfig(boards=tuple(cfg.boards), quick=cfg.subset, seconds=cfg.seconds or None,
                         profile=cfg.profile or None, pingpong=cfg.pingpong)
     res = validate(vc, log=lambda s: print(s, flush=True))
+    ref = res.pop(REFERENCE_PROFILE, None)
+    if ref is not None:  # this engine's node costs, for `treesplit predict --costs`
+        out.mkdir(parents=True, exist_ok=True)
+        ref.save(out / "reference-profile.toml")
     table = pd.DataFrame(res["rows"])
     old = pd.read_csv(out / HISTORY) if (out / HISTORY).exists() else pd.DataFrame()
     history = pd.concat([old, pd.DataFrame([history_row(res, cfg)])], ignore_index=True)

@@ -440,13 +440,22 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
                 f"predicted {errs}  ({time.monotonic() - t0:.0f} s)")
     rows = held + own
     head = held if held else own
+    from sim.calibrate import with_spread
+
+    reference = (dataclasses.replace(with_spread(ref_profiles), name=f"engine-{ref_label.replace(' ', '-')}")
+                 if ref_profiles else None)
     w, where = worst(head)
     return {"quick": cfg.quick, "boards": list(cfg.boards), "seconds": cfg.run_seconds, "repeats": cfg.run_repeats,
             "profile": cfg.profile or f"calibrated on {ref_label} (held out), on each configuration (in sample)",
             "calibrated_on": ref_label, "params": cfg.params, "goal": GOAL, "held_out_goals": ho.HELD_OUT_GOALS,
             "held_out": summary(held), "in_sample": summary(own), "fixed_by_construction": fixed_list(rows),
             "tree_share": share, "worst_error": w, "worst_at": where, "wall_s": time.monotonic() - t_start,
-            "load_avg": list(_loadavg()), "rows": rows}
+            "load_avg": list(_loadavg()), "rows": rows, REFERENCE_PROFILE: reference}
+
+
+# the result's key for the reference calibration (a Profile, not JSON): the command saves it beside the table
+# as NAME-reference.toml, for `treesplit predict --costs`
+REFERENCE_PROFILE = "_reference_profile"
 
 
 def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base, share, ref_case: Case,

@@ -101,9 +101,16 @@ def _emit(res: dict, args, name: str) -> int:
     from experiments.validate import format_table, save
     from model.results import output_dir
 
+    from experiments.validate import REFERENCE_PROFILE
+
     directory = output_dir(args)
+    ref = res.pop(REFERENCE_PROFILE, None)
     if directory is not None:
         js, cs = save(res, name, directory)
         _log(args)(f"wrote {js} and {cs.name}")
+        if ref is not None:
+            # this engine's node costs, for `treesplit predict --profile CLUSTER --costs` on another cluster
+            tp = ref.save(directory / f"{name}-reference.toml")
+            _log(args)(f"wrote {tp.name} (the reference calibration: treesplit predict --costs {tp})")
     print(json.dumps(res, indent=2, default=float) if args.json else format_table(res["rows"]))
     return 0
