@@ -121,3 +121,16 @@ def sequential_cost(row: dict[str, Any], kernel_sims_per_s: float | None, ref) -
         return f"package costs of one simulation as the reference trace shows them: {model * 1e6:.1f} us"
     return (f"select + playout + update package costs: {model * 1e6:.1f} us per simulation as the reference trace "
             f"shows them, {1e6 / kernel_sims_per_s:.1f} us as this machine's sequential kernel runs one")
+
+
+LOADED = 0.8  # a run whose ranks held a core less than this share of the time was slowed by other processes
+
+
+def with_load(cause: str, cpu_share: float | None) -> str:
+    """A miss's cause, and where the measured runs' ranks held a core less than LOADED of the time, that too:
+    the simulator gives every rank a core of its own, so on a loaded machine the measured rate is lower than
+    any cost explains."""
+    if not cause or cpu_share is None or cpu_share >= LOADED:
+        return cause
+    return (f"{cause}; and the measured runs' ranks held a core only {cpu_share:.0%} of the time (other "
+            f"processes on this machine), which no profile models")

@@ -280,6 +280,10 @@ def measure_mpi(case: Case, seconds: float, trace: str | None, params: dict[str,
     res = run_distributed(cfg, timeout=timeout)
     out = {k: float(res[k]) for k in FIGURES}
     out.update(seconds=float(res["seconds"]), bcast_ranks=int(res["bcast_ranks"]), sims=int(res["sims"]))
+    # the share of the run its ranks held a core (CPU time over wall time): the simulator gives each a core
+    ranks = case.ranks + int(res["bcast_ranks"])
+    if res.get("cpu_seconds") and out["seconds"] > 0:
+        out["cpu_share"] = float(res["cpu_seconds"]) / (out["seconds"] * ranks * case.threads)
     return out
 
 
@@ -500,11 +504,14 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
     meas = _median(runs)
     spread = _spread([r["sims_per_s"] for r in runs])
     held_row = own_row = None
+    share = statistics.median(r["cpu_share"] for r in runs) if all("cpu_share" in r for r in runs) else None
     if held_preds:
         held_row = row(case, meas, _median(held_preds), in_sample=False, calibrated_on=ref_label)
         held_row["sims_per_s_spread"] = spread
+        held_row["cpu_share"] = share
         held_row["wrong_cost"] = (ho.wrong_cost(held_row, ho.median_usage(uses), profs[0] if profs else None,
                                                 ref_profiles[0]) if given is None else "")
+        held_row["wrong_cost"] = ho.with_load(held_row["wrong_cost"], share)
     if preds:
         own_row = row(case, meas, _median(preds), in_sample=True)
         own_row["sims_per_s_error_of_medians"] = own_row["sims_per_s_error"]
@@ -512,6 +519,7 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
         # how far the measured runs lie apart ((max - min) / median): an error below it is within what this
         # machine's own measurements of one configuration disagree by
         own_row["sims_per_s_spread"] = spread
+        own_row["cpu_share"] = share
         traced = _median(traced_runs)
         # what recording cost the calibration runs (the traced median against the untraced one): the
         # profiles' costs carry it, so a prediction that is low by about as much is the trace's
