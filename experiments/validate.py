@@ -759,7 +759,8 @@ def validate_traces(cfg: TraceValidateConfig,
             pred = predict(run.case, prof, secs, run.bcast_ranks, {**run.params, "game.komi": run.komi})
             r = row(run.case, run.measured, pred)
             r["config"] = f"{run.case.label} {mode}"
-            r.update(mode=mode, trace=run.name, calibrated_on=run.name if mode == "reproduce" else base_run.name,
+            on = run.name if mode == "reproduce" else base_run.name
+            r.update(mode=mode, trace=run.name, calibrated_on=on, in_sample=on == run.name,
                      bcast_ranks=run.bcast_ranks, seconds=secs, sim_wall_s=pred["wall_s"],
                      **bench_figures(bench, run.case))
             rows.append(r)
