@@ -20,7 +20,6 @@ examples:
   treesplit predict --profile oculus --nodes 1,8,32,128
   treesplit predict --profile oculus --costs results/validate-quick-reference.toml --nodes 1,8,32,128
   treesplit predict --profile oculus --nodes 1,8,32,128 --sweep io.poll_per_peer=0.5e-6,1.5e-6,2.5e-6
-  treesplit predict --algo tds --profile local --nodes 1,2,4 --fidelity functional --game go --board 9
   treesplit predict --profile my-machine.toml --nodes 1,2,4,8 --param network.latency=5e-6 --json --no-save
 """
 
