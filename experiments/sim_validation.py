@@ -34,14 +34,16 @@ FIGURES = ("sims_per_s", "messages_per_sim", "bytes_per_sim", "hops_per_sim", "b
 @dataclass
 class Config:
     boards: list = field(default_factory=lambda: [9, 19])
-    subset: bool = False             # validate's small subset (4 configurations per board) (`treesplit validate --quick`)
+    subset: bool = False             # validate's small subset: the reference and 5 held out (`treesplit validate --quick`)
     seconds: float = 0.0             # per real run (0: validate's default, 1.5 quick / 3 full)
     profile: str = ""                # one profile for all ("": calibrate on each run)
     pingpong: bool = True
+    repeats: int = 0                 # traced + untraced runs per MPI configuration (0: validate's default)
 
     def validate(self) -> None:
         check(len(self.boards) >= 1 and all(b in (9, 13, 19) for b in self.boards), "boards", "9, 13 or 19")
         check(self.seconds >= 0, "seconds", "need >= 0 (0: default)")
+        check(isinstance(self.repeats, int) and 0 <= self.repeats <= 20, "repeats", "0 (default) to 20")
 
 
 def git_commit() -> str:
@@ -131,7 +133,7 @@ def run(cfg: Config, out: Path):
     from experiments.validate import REFERENCE_PROFILE, ValidateConfig, validate
 
     vc = ValidateConfig(boards=tuple(cfg.boards), quick=cfg.subset, seconds=cfg.seconds or None,
-                        profile=cfg.profile or None, pingpong=cfg.pingpong)
+                        profile=cfg.profile or None, pingpong=cfg.pingpong, repeats=cfg.repeats or None)
     res = validate(vc, log=lambda s: print(s, flush=True))
     ref = res.pop(REFERENCE_PROFILE, None)
     if ref is not None:  # this engine's node costs, for `treesplit predict --costs`
