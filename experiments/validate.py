@@ -416,6 +416,7 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
     held: list[dict[str, Any]] = []
     own: list[dict[str, Any]] = []
     ref_profiles: list[Any] = []  # one per repeat of the reference configuration: nothing else calibrates them
+    failed: list[dict[str, str]] = []  # configurations whose engine run failed: named, not compared
     with tempfile.TemporaryDirectory(prefix="treesplit-validate-") as tmp:
         board_prof: dict[tuple[str, int], Any] = {}
         modelled_seq: dict[tuple[str, int], float] = {}  # the simulator's sequential sims/s, kernel profile
@@ -426,8 +427,17 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
             t0 = time.monotonic()
             held_row = own_row = None
             if case.mpi:
-                held_row, own_row, prof = _mpi_case(case, i, cfg, tmp, given, pp, base, share, ref_case,
-                                                    ref_profiles, ref_label)
+                try:
+                    held_row, own_row, prof = _mpi_case(case, i, cfg, tmp, given, pp, base, share, ref_case,
+                                                        ref_profiles, ref_label)
+                except UserError as e:
+                    # the reference calibrates everything else: without it there is nothing to predict with
+                    if case == ref_case and given is None:
+                        raise
+                    # one engine run that fails (a stalled shutdown under load) costs its row, not the table
+                    failed.append({"config": case.label, "error": str(e)})
+                    log(f"  [{i + 1}/{len(todo)}] {case.label:30s} FAILED: {e}")
+                    continue
                 board_prof.setdefault((case.game, case.board), prof)
             else:
                 held_row, own_row = _shared_case(case, cfg, given, board_prof, modelled_seq, ref_profiles,
@@ -454,7 +464,7 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
             "calibrated_on": ref_label, "params": cfg.params, "goal": GOAL, "held_out_goals": ho.HELD_OUT_GOALS,
             "held_out": summary(held), "in_sample": summary(own), "fixed_by_construction": fixed_list(rows),
             "tree_share": share, "worst_error": w, "worst_at": where, "wall_s": time.monotonic() - t_start,
-            "load_avg": list(_loadavg()), "rows": rows, REFERENCE_PROFILE: reference}
+            "load_avg": list(_loadavg()), "failed": failed, "rows": rows, REFERENCE_PROFILE: reference}
 
 
 # the result's key for the reference calibration (a Profile, not JSON): the command saves it beside the table

@@ -130,6 +130,27 @@ def test_held_out_rows_are_never_calibrated_on_their_own_runs(monkeypatch):
     assert res["held_out"]["configurations"] == len(held) and res["in_sample"]["configurations"] == len(own)
 
 
+def test_a_failed_engine_run_costs_its_row_not_the_table(monkeypatch):
+    import experiments.validate as v
+    from model.errors import UserError
+
+    _fake_runs(monkeypatch)
+    measure = v.measure_mpi
+
+    def stalls(case, *a, **k):
+        if case.algo == "root":
+            raise UserError("the MPI job (2 ranks) failed")
+        return measure(case, *a, **k)
+
+    monkeypatch.setattr(v, "measure_mpi", stalls)
+    res = v.validate(v.ValidateConfig(boards=(9,), quick=True, repeats=1, pingpong=False), log=lambda s: None)
+    assert res["failed"] == [{"config": "root 2x1 9x9", "error": "the MPI job (2 ranks) failed"}]
+    assert "root 2x1 9x9" not in {r["config"] for r in res["rows"]} and len(res["rows"]) >= 8
+    monkeypatch.setattr(v, "measure_mpi", lambda case, *a, **k: stalls(Case("root", 9), *a, **k))
+    with pytest.raises(UserError):  # the reference's own failure: nothing to predict with
+        v.validate(v.ValidateConfig(boards=(9,), quick=True, repeats=1, pingpong=False), log=lambda s: None)
+
+
 def test_sim_validation_report_leads_with_the_held_out_table(monkeypatch):
     import pandas as pd
 

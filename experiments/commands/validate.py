@@ -97,6 +97,7 @@ def main_traces(args) -> int:
 def _emit(res: dict, args, name: str) -> int:
     """Save the table (unless --no-save) and print it, as JSON with --json."""
     import json
+    import sys
 
     from experiments.validate import format_table, save
     from model.results import output_dir
@@ -113,4 +114,6 @@ def _emit(res: dict, args, name: str) -> int:
             tp = ref.save(directory / f"{name}-reference.toml")
             _log(args)(f"wrote {tp.name} (the reference calibration: treesplit predict --costs {tp})")
     print(json.dumps(res, indent=2, default=float) if args.json else format_table(res["rows"]))
+    for f in res.get("failed") or []:
+        print(f"{f['config']}: not compared, its engine run failed ({f['error']})", file=sys.stderr)
     return 0
