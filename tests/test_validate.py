@@ -230,8 +230,13 @@ def test_quick_validation_runs_engine_and_simulator(run_cli, tmp_path):
     # the files: the JSON as printed, the CSV with every row's columns (speedup_predicted only some have)
     assert json.loads((tmp_path / "validate-quick.json").read_text())["rows"] == res["rows"]
     assert "speedup_predicted" in (tmp_path / "validate-quick.csv").read_text().splitlines()[0]
-    rows = {x["config"]: x for x in res["rows"]}
+    rows = {x["config"]: x for x in res["rows"] if x["in_sample"]}
     assert "treesplit 2x1 9x9" in rows and "sequential 9x9" in rows
+    # the headline: every other configuration predicted by the reference's calibration, which saved beside it
+    held = [x for x in res["rows"] if not x["in_sample"]]
+    assert len(held) + len(res["failed"]) >= 4 and "treesplit 2x1 9x9" not in {x["config"] for x in held}
+    assert all(x["calibrated_on"] == "treesplit 2x1 9x9" and x["sims_per_s_predicted"] > 0 for x in held)
+    assert "[sources]" in (tmp_path / "validate-quick-reference.toml").read_text()
     ts = rows["treesplit 2x1 9x9"]
     for f in FIGURES:
         assert ts[f"{f}_measured"] > 0 and ts[f"{f}_predicted"] > 0 and ts[f"{f}_error"] is not None
