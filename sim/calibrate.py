@@ -207,7 +207,7 @@ def calibrated_sources(base: Profile, fitted: dict[str, int], pingpong: bool) ->
     out = {"default": ValueSource("measured")}
     for k in kept:
         v = base.source_of(k)
-        if v.source != "unknown":
+        if v.source != "unknown" and v != out["default"]:
             out[k] = v
     return out
 
