@@ -7,7 +7,8 @@ Steps (each a `treesplit` subcommand in a subprocess, so the demo exercises exac
   4. replay the same configuration in the simulator with the calibrated profile (a simulated trace) for as
      long as the real run lasted, so both cover the same stretch of the search: the rate falls as the tree
      grows (on one calibrated profile, a replay of the first 0.2 s ran 33% faster than one of the whole 8 s);
-  5. predict the scaling curve to 128(+32) nodes (oculus profile, the thesis' cluster);
+  5. predict the scaling curve to 128(+32) nodes on the thesis' cluster (oculus profile): with Gomorra's costs,
+     and with this engine's costs calibrated in step 3 (`treesplit predict --costs`), each with its band;
   6. write results/demo/report.html: the real run and its simulated replay side by side with the rate error
      in words (and, above validate's 15%, what made them differ), and the prediction.
 """
@@ -151,6 +152,8 @@ def run_demo(cfg: DemoConfig) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     profile = out / "local.toml"
     scaling = out / f"treesplit-{cfg.predict_profile}.csv"  # what `treesplit predict --out` names it
+    # this engine on that cluster: the run's calibrated node costs with the profile's network and nodes
+    scaling_here = out / f"treesplit-{Path(cfg.predict_profile).stem}+{profile.stem}-costs.csv"
     steps = 6
     t_start = time.monotonic()
     with open(out / "demo.log", "w") as log:
@@ -199,11 +202,16 @@ def run_demo(cfg: DemoConfig) -> Path:
                   flush=True)
             _run("predict", ["predict", "--algo", "treesplit", "--profile", cfg.predict_profile, "--nodes",
                              ",".join(map(str, cfg.predict_nodes)), "--out", str(out), "--quiet"], log, timeout=900)
+            print(f"    and this engine there: the costs calibrated in step 3 on {cfg.predict_profile}'s network "
+                  f"and nodes", flush=True)
+            _run("predict", ["predict", "--algo", "treesplit", "--profile", cfg.predict_profile, "--costs",
+                             str(profile), "--nodes", ",".join(map(str, cfg.predict_nodes)), "--out", str(out),
+                             "--quiet"], log, timeout=900)
 
             print(f"[6/{steps}] report", flush=True)
             report = out / "report.html"
             _run("report", ["report", str(engine_dir), "--compare", str(sim_dir), "--scaling", str(scaling),
-                            "--note", note, "-o", str(report)], log, timeout=300)
+                            "--scaling", str(scaling_here), "--note", note, "-o", str(report)], log, timeout=300)
         finally:
             if dash is not None:
                 dash.close()

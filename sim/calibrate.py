@@ -30,7 +30,7 @@ from engine.trace_files import Trace, read_trace
 from model.errors import TraceError, UserError
 from model.game import game_title
 from sim.distributions import fit_distribution
-from sim.profile import COST_KINDS, SIM_KINDS, NetworkSpec, NodeSpec, Profile, profile_from_dict
+from sim.profile import COST_KINDS, SIM_KINDS, NetworkSpec, NodeSpec, Profile, ValueSource, profile_from_dict
 from sim.runtime import STATS_KINDS
 from sim.workload import fit_workload
 
@@ -197,6 +197,33 @@ def probe_factor(tr, min_windows: int = 4) -> tuple[float, int] | None:
     return float((sums[1, 0] / sums[1, 1]) / (sums[0, 0] / sums[0, 1])), min(counts)
 
 
+def calibrated_sources(base: Profile, fitted: dict[str, int], pingpong: bool) -> dict[str, ValueSource]:
+    """[sources] of a calibrated profile: measured, except what it took from `base` (cost kinds the trace
+    lacks; without a ping-pong the network and IO loop poll; always the eager threshold and the IO core's
+    copy cost per byte), which keeps base's source and range."""
+    kept = [f"costs.{k}" for k in COST_KINDS if k not in fitted] + ["network.eager_threshold", "io.per_byte"]
+    if not pingpong:
+        kept += [f"network.{f.name}" for f in dataclasses.fields(NetworkSpec)] + ["io.poll_base", "io.poll_per_peer"]
+    out = {"default": ValueSource("measured")}
+    for k in kept:
+        v = base.source_of(k)
+        if v.source != "unknown" and v != out["default"]:
+            out[k] = v
+    return out
+
+
+def with_spread(profiles: list[Profile]) -> Profile:
+    """The first of several profiles calibrated on repeats of one configuration, its measured package costs
+    marked with their spread over the repeats (half of (max - min) / median of a simulation's modelled time),
+    which `treesplit predict` draws into its band."""
+    prof = profiles[0]
+    t = [p.sim_seconds() for p in profiles]
+    spread = 0.0 if len(t) < 2 else min(0.9, (max(t) - min(t)) / (2 * float(np.median(t))))
+    if spread <= 0 or prof.source_of("costs").source != "measured":
+        return prof
+    return dataclasses.replace(prof, sources={**prof.sources, "costs": ValueSource("measured", spread=spread)})
+
+
 def calibrate(trace: str | Path | Trace, base: Profile, name: str = "local", pingpong: dict | None = None,
               tree_share: float | None = None) -> Profile:
     """A profile of the machine that made `trace` (a trace directory, or one already read: a caller that also
@@ -309,6 +336,6 @@ def calibrate(trace: str | Path | Trace, base: Profile, name: str = "local", pin
               + (f"; {'; '.join(notes)}" if notes else ""))
     prof = Profile(name=name, description=f"{machine}: one node = one rank with {threads} threads",
                    source=source, node=node, network=network, io=io, costs=costs, messages=messages,
-                   workloads=workloads)
+                   workloads=workloads, sources=calibrated_sources(base, fitted, pingpong is not None))
     # round-trip through the validating loader so a calibrated profile is as checked as a written one
     return profile_from_dict(prof.to_toml(), where=f"calibrated profile {name}: ")

@@ -21,6 +21,11 @@ A profile is a TOML file with these tables (sim/profiles/oculus.toml is a commen
                 sync, bcast), see sim/distributions.py
     [messages]  default size in bytes per message kind (roles may give exact sizes)
     [workload.<algo>]  optional: what one simulation does, for the statistical fidelity (sim/workload.py)
+    [sources]   optional: where each value comes from, by dotted name or table ("io.poll_per_peer", "costs",
+                "default" for the rest): "thesis", "measured" or "assumed", or a table
+                { source = "assumed", range = [low, high] } (an assumed value must give its range) or
+                { source = "measured", spread = 0.1 } (the relative spread of the calibration's repeats);
+                `treesplit predict` draws its band from the ranges and spreads (sim/uncertainty.py)
 
 `load_profile("oculus")` finds a shipped profile by name; any other argument is a path.
 Every field not marked optional is required; a missing, mistyped or negative one is a ConfigError naming it.
@@ -134,6 +139,17 @@ class Profile:
     workloads: dict[str, Any] = field(default_factory=dict)  # algo -> sim.workload.Workload (statistical)
     path: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, "ValueSource"] = field(default_factory=dict)  # dotted name or table -> where from
+
+    def source_of(self, key: str) -> "ValueSource":
+        """Where the value `key` (dotted) comes from: its own entry, else its table's, else "default"'s; a
+        profile that says nothing has it from its `source` line, unclassified ("unknown")."""
+        parts = key.split(".")
+        for i in range(len(parts), 0, -1):
+            hit = self.sources.get(".".join(parts[:i]))
+            if hit is not None:
+                return hit
+        return self.sources.get("default", ValueSource("unknown"))
 
     def message_bytes(self, kind: str) -> int:
         return self.messages.get(kind, self.messages.get("CONTROL", 64))
@@ -172,12 +188,69 @@ class Profile:
             "io": dataclasses.asdict(self.io), "costs": {k: d.to_toml() for k, d in self.costs.items()},
             "messages": dict(self.messages),
             **({"workload": {a: w.to_toml() for a, w in self.workloads.items()}} if self.workloads else {}),
+            **({"sources": {k: v.to_toml() for k, v in self.sources.items()}} if self.sources else {}),
         }
 
     def save(self, path: str | Path) -> Path:
         p = Path(path)
         p.write_text(tomli_w.dumps(self.to_toml()))
         return p
+
+
+SOURCES = ("thesis", "measured", "assumed")
+
+
+@dataclass(frozen=True)
+class ValueSource:
+    """Where a profile value comes from, and what it may be instead: an assumed value's range (low, high),
+    a measured one's relative spread over the calibration's repeats."""
+
+    source: str
+    range: tuple[float, float] | None = None
+    spread: float = 0.0
+
+    def to_toml(self) -> Any:
+        if self.range is None and not self.spread:
+            return self.source
+        return {"source": self.source, **({"range": list(self.range)} if self.range else {}),
+                **({"spread": self.spread} if self.spread else {})}
+
+
+def parse_sources(data: Any, known: dict[str, Any], where: str) -> dict[str, ValueSource]:
+    """[sources]: each key a dotted name or table of the profile (`known`, its TOML dict) or "default"."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}sources: expected a table")
+    out = {}
+    for key, v in data.items():
+        node: Any = known
+        if key != "default":
+            for part in key.split("."):
+                if not isinstance(node, dict) or part not in node:
+                    raise ConfigError(f"{where}sources.{key}: no such profile value or table")
+                node = node[part]
+        if isinstance(v, str):
+            v = {"source": v}
+        if not isinstance(v, dict) or set(v) - {"source", "range", "spread"}:
+            raise ConfigError(f"{where}sources.{key}: expected one of {', '.join(SOURCES)}, or a table with "
+                              f"source and range or spread")
+        src = v.get("source")
+        if src not in SOURCES:
+            raise ConfigError(f"{where}sources.{key}: source must be one of {', '.join(SOURCES)}, got {src!r}")
+        rng = v.get("range")
+        if rng is not None:
+            ok = (isinstance(rng, list) and len(rng) == 2 and all(isinstance(x, (int, float)) and not
+                                                                  isinstance(x, bool) for x in rng))
+            if not ok or not (0 <= rng[0] <= rng[1]) or not isinstance(node, (int, float)):
+                raise ConfigError(f"{where}sources.{key}: range must be [low, high] with 0 <= low <= high, "
+                                  f"for a number")
+            rng = (float(rng[0]), float(rng[1]))
+        if src == "assumed" and key != "default" and rng is None and isinstance(node, (int, float)):
+            raise ConfigError(f"{where}sources.{key}: an assumed value needs its range = [low, high]")
+        spread = v.get("spread", 0.0)
+        if not isinstance(spread, (int, float)) or not 0 <= spread < 1:
+            raise ConfigError(f"{where}sources.{key}: spread must be a fraction from 0 to 1")
+        out[key] = ValueSource(src, rng, float(spread))
+    return out
 
 
 def parse_scalar(text: str) -> Any:
@@ -216,7 +289,7 @@ def profile_from_dict(data: dict[str, Any], where: str = "") -> Profile:
     for key in ("name",):
         if not isinstance(data.get(key), str) or not data[key]:
             raise ConfigError(f"{where}{key}: missing (a non-empty string)")
-    known = {"name", "description", "source", "node", "network", "io", "costs", "messages", "workload"}
+    known = {"name", "description", "source", "node", "network", "io", "costs", "messages", "workload", "sources"}
     unknown = set(data) - known
     if unknown:
         raise ConfigError(f"{where}{sorted(unknown)[0]}: unknown setting (known: {', '.join(sorted(known))})")
@@ -259,9 +332,10 @@ def profile_from_dict(data: dict[str, Any], where: str = "") -> Profile:
             workloads[algo] = workload_from_dict(w, where=f"workload.{algo}")
         except ConfigError as e:
             raise ConfigError(f"{where}{e}") from None
+    sources = parse_sources(data.get("sources", {}), {k: v for k, v in data.items() if k != "sources"}, where)
     return Profile(name=data["name"], description=str(data.get("description", "")),
                    source=str(data.get("source", "")), node=node, network=network, io=io, costs=costs,
-                   messages=messages, workloads=workloads)
+                   messages=messages, workloads=workloads, sources=sources)
 
 
 def shipped_profiles() -> list[str]:

@@ -48,6 +48,7 @@ class SimConfig:
     seed: int = 0
     drain: bool = False             # after the run: stop, drain, final sync (the conservation invariants)
     bundle: int = 1                 # statistical: simulations each modelled one stands for (sim/statistical.py)
+    costs: str | None = None        # a profile whose node costs replace `profile`'s (sim.uncertainty.mixed)
 
     def validate(self) -> None:
         check(self.algo in DISTRIBUTED, "algo", f"unknown algorithm {self.algo!r} (known: {', '.join(DISTRIBUTED)})")
@@ -213,6 +214,10 @@ def default_warmup(cfg: SimConfig, prof: Profile, own) -> float:
 
 def resolve_profile(cfg: SimConfig) -> Profile:
     prof = load_profile(cfg.profile)
+    if cfg.costs:
+        from sim.uncertainty import mixed
+
+        prof = mixed(prof, load_profile(cfg.costs))
     over = split_keys(cfg.params)[2]
     return prof.with_overrides(over) if over else prof
 

@@ -231,7 +231,8 @@ def test_sim_validation_quick_keeps_a_history(run_cli, tmp_path):
         assert r.returncode == 0, r.stderr[-2000:]
     h = pd.read_csv(tmp_path / "history.csv")
     assert len(h) == 2 and h.commit.notna().all() and h.machine.notna().all()
-    assert (h.configurations == 4).all() and (h.figures_compared > 0).all()
+    assert (h.configurations == 6).all() and (h.figures_compared > 0).all()
+    assert (h.held_out_configurations == 5).all() and (h.calibrated_on == "treesplit 2x1 9x9").all()
     v = pd.read_csv(tmp_path / "validate.csv")
     assert (v.sims_per_s_measured > 0).all() and (v.sims_per_s_predicted > 0).all()
     s = _report_ok(tmp_path, "sim-validation")

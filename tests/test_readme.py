@@ -107,6 +107,12 @@ def _check_demo(cwd) -> None:
     assert sim.meta["t_end"] >= 0.95 * seconds  # the replay covers the run (on main: 0.2 s of an 8 s run)
     curve = pd.read_csv(out / "treesplit-oculus.csv")
     assert list(curve["nodes"]) == [1, 2, 4, 8, 16, 32, 64, 128] and (curve["sims_per_s"] > 0).all()
+    # this engine's calibrated costs on the same cluster: a second curve, each with its band around it
+    here = pd.read_csv(out / "treesplit-oculus+local-costs.csv")
+    assert list(here["nodes"]) == list(curve["nodes"]) and (here["sims_per_s"] > 0).all()
+    for c in (curve, here):
+        assert (c["sims_per_s_low"] <= c["sims_per_s"]).all() and (c["sims_per_s"] <= c["sims_per_s_high"]).all()
+    assert (curve["sims_per_s_low"] < curve["sims_per_s_high"]).any()  # oculus's assumed values have ranges
     html = (out / "report.html").read_text()
     assert "Prediction" in html and (out / "local.toml").exists()
     m = re.search(r"Simulation rate: the engine ran [\d,]+ sims/s .*?: ([+-]\d+)%", html)

@@ -366,3 +366,52 @@ def test_recorded_dashboard_of_a_real_simulator_trace(browser, run_cli, tmp_path
             shown = {g["source"]: g["n"] for g in state["glyphs"] if g["visible"] and g["source"]}
             assert shown.get(expected, 0) > 0, (path, shown)
         assert "Traceback" not in dash.log()
+
+
+ACTIVATE_TAB_JS = """
+for (const m of Bokeh.documents[0].all_models)
+  if (m.constructor.__name__ == 'Tabs') m.active = m.tabs.findIndex(t => t.title == arguments[0]);
+"""
+# every shaded band (VArea) on the page: its rows and the two ends it spans
+BANDS_JS = """
+const out = [];
+for (const m of Bokeh.documents[0].all_models)
+  if (m.constructor.__name__ == 'GlyphRenderer' && m.glyph.constructor.__name__ == 'VArea') {
+    const d = m.data_source.data;
+    out.push({n: m.data_source.get_length(), lo: Array.from(d[m.glyph.y1.field]), hi: Array.from(d[m.glyph.y2.field]),
+              curve: d.curve[0]});
+  }
+return out;
+"""
+
+
+def test_report_prediction_tab_shades_each_curves_band(browser, tmp_path):
+    from sim.predict import COLUMNS, write_output
+    from viz.report import build_report
+
+    trace = write_synthetic_trace(tmp_path / "engine", sims=200, tree_nodes=2000, search=2, broadcast=0, seed=5,
+                                  runtime="engine")
+
+    def curve(name, rate, width):
+        rows = []
+        for n in (1, 8, 64):
+            r = {k: 0.0 for k in COLUMNS}
+            r.update(nodes=n, bcast_nodes=n // 4, sims_per_s=rate * n, efficiency=1.0 - 0.002 * n, busy_frac=0.9,
+                     curve=name, sims_per_s_low=rate * n * (1 - width), sims_per_s_high=rate * n * (1 + width),
+                     efficiency_low=1.0 - 0.004 * n, efficiency_high=1.0 - 0.001 * n)
+            rows.append(r)
+        return write_output(rows, tmp_path / f"{name}.csv", name)
+
+    thesis, ours = curve("oculus", 1e3, 0.1), curve("oculus+engine-costs", 3e3, 0.2)
+    report = build_report([trace], tmp_path / "report.html", scaling=[thesis, ours])
+    browser.get(report.resolve().as_uri())
+    _wait_rendered(browser)
+    browser.execute_script(ACTIVATE_TAB_JS, "Prediction")
+    state = _wait_rendered(browser)
+    titles = {f["title"] for f in state["figs"] if f["w"] > 100 and f["h"] > 100}
+    assert {"predicted simulation rate", "parallel efficiency and worker workload"} <= titles, state["figs"]
+    bands = browser.execute_script(BANDS_JS)
+    # a band per curve on each of the two plots, each spanning more than nothing at every node count
+    assert sorted(b["curve"] for b in bands) == ["oculus", "oculus", "oculus+engine-costs", "oculus+engine-costs"]
+    assert all(b["n"] == 3 and all(lo < hi for lo, hi in zip(b["lo"], b["hi"])) for b in bands), bands
+    assert not _js_errors(browser), _js_errors(browser)

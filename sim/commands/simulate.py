@@ -16,6 +16,10 @@ def add_run_options(p: argparse.ArgumentParser, nodes_help: str) -> None:
                    help="treesplit, tds, root, leaf, dfuct or hybrid (statistical: all but dfuct; default treesplit)")
     p.add_argument("--profile", default="oculus",
                    help="machine profile: a shipped name (oculus, local) or a TOML file (default oculus)")
+    p.add_argument("--costs", default=None, metavar="PROFILE",
+                   help="take the node costs (packages, messages, the engine's per-message and per-package CPU) "
+                        "from this profile, e.g. one `treesplit calibrate` or `treesplit validate` made here, and "
+                        "the network and node layout from --profile: this engine on that cluster")
     p.add_argument("--nodes", required=True, help=nodes_help)
     p.add_argument("--bcast-nodes", type=int, default=None,
                    help="broadcast nodes (default: 1 broadcast rank per 4 search ranks for treesplit and hybrid, "
@@ -87,7 +91,7 @@ def config_from_args(args, nodes: int, default_seconds: float, default_fidelity:
                      params=parse_overrides(args.param), workload=args.workload, seed=args.seed,
                      trace=getattr(args, "trace", None), sample_rate=getattr(args, "sample_rate", 1.0),
                      sample_interval=getattr(args, "sample_interval", 0.01), drain=getattr(args, "drain", False),
-                     bundle=args.bundle)
+                     bundle=args.bundle, costs=args.costs)
 
 
 def format_estimate(seconds: float) -> str:

@@ -24,9 +24,9 @@ def register(sub) -> None:
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace", metavar="DIR", type=Path, help="trace directory")
     p.add_argument("--compare", metavar="DIR2", type=Path, help="a second trace, side by side on shared axes")
-    p.add_argument("--scaling", metavar="CSV", type=Path,
+    p.add_argument("--scaling", metavar="CSV", type=Path, action="append", default=None,
                    help="a scaling curve from `treesplit predict` (results/predict/ALGO-PROFILE.csv), shown in a "
-                        "Prediction tab")
+                        "Prediction tab with its band; repeat to draw several curves together")
     p.add_argument("--note", action="append", default=[], metavar="TEXT",
                    help="a paragraph to put at the top of the report, repeatable (`treesplit demo` says there how "
                         "far the simulated replay's rate is from the real run's)")
