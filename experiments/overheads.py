@@ -4,7 +4,7 @@ A game record (GNU Go playing itself, or given in the config) supplies positions
 From each, the MPI engine runs UCT-Treesplit with a fixed number of simulations and records a trace twice:
   - "sequential": 1 search rank, no broadcast rank, 1 thread (the IO thread runs the packages);
   - "parallel": `ranks` search ranks + `bcast_ranks` broadcast ranks, 1 thread each.
-From the traces' packages (model/trace.read_trace) per kind: total time per 10k simulations (4.18, 4.19),
+From the traces' packages (engine/trace_files.read_trace) per kind: total time per 10k simulations (4.18, 4.19),
 packages per simulation (4.20) and mean time per package (4.21). Traces are written to a temporary
 directory and removed (keep_traces keeps them under OUT/traces/).
 """

@@ -45,13 +45,3 @@ def output_dir(args: argparse.Namespace, name: str = "") -> Path | None:
             raise UserError("--update-reference: writes to experiments/results/, so it takes no --out")
         return REFERENCE_DIR / name
     return Path(args.out) if args.out else USER_DIR / args.output_default / name
-
-
-def __getattr__(name: str):
-    # engine/benchmarks/parallel.py (the lead's file) still imports write_json from here; this forward goes once
-    # it imports engine.results, where result files are written (model/ does no I/O)
-    if name == "write_json":
-        from engine.results import write_json
-
-        return write_json
-    raise AttributeError(name)

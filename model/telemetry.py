@@ -169,13 +169,3 @@ class Window:
         self.t0 = rec["t1"]
         self.packages, self.messages = {}, {}
         return rec
-
-
-def __getattr__(name: str):
-    # engine/mpi/recorder.py (the lead's file) still imports TelemetrySender from here; this forward goes once
-    # it imports engine.telemetry, where the socket lives (model/ opens none)
-    if name == "TelemetrySender":
-        from engine.telemetry import TelemetrySender
-
-        return TelemetrySender
-    raise AttributeError(name)

@@ -81,15 +81,3 @@ class Meta:
         return {"schema_version": SCHEMA_VERSION, **self.__dict__}
 
 
-_MOVED_TO_ENGINE = ("TraceWriter", "finalize", "write_meta", "read_trace")
-
-
-def __getattr__(name: str):
-    # engine/mpi/rank.py and engine/mpi/recorder.py still import the trace writer from here, and
-    # tests/test_sim_statistical*.py the reader; this forward goes once they import engine.trace_files, where
-    # trace directories are written and read (model/ does no I/O)
-    if name in _MOVED_TO_ENGINE:
-        import engine.trace_files
-
-        return getattr(engine.trace_files, name)
-    raise AttributeError(name)

@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from model.trace import read_trace
+from engine.trace_files import read_trace
 from sim.predict import sweep
 from sim.simulate import SimConfig, prepare, simulate
 from sim.workload import fit_workload, hot_rank, workload_from_dict
@@ -107,7 +107,7 @@ def test_other_algorithms(algo):
 
 
 def test_oculus_curve_shape():
-    """seed 000 4.3.2: the simulation rate scales uniformly up to 32(+8) nodes, then degrades; worker
+    """Schaefers 2014, 4.3.2: the simulation rate scales uniformly up to 32(+8) nodes, then degrades; worker
     workload drops past 32(+8); outgoing bandwidth per rank stays far below 16 Gbit/s."""
     base = SimConfig(algo="treesplit", profile="oculus", seconds=0.012, warmup=0.006, fidelity="statistical")
     rows = {r["nodes"]: r for r in sweep(base, [1, 8, 32, 128])}

@@ -9,7 +9,7 @@ import pytest
 
 import sim.statistical as st
 from model.topology import Topology
-from model.trace import read_trace
+from engine.trace_files import read_trace
 from sim.simulate import SimConfig, prepare, run, simulate
 
 
@@ -66,7 +66,7 @@ def test_growing_rings_and_draining_the_trace_change_nothing(tmp_path, monkeypat
     tight = simulate(dataclasses.replace(cfg, trace=str(tmp_path / "b")))
     for key in ("sims", "busy_frac", "messages_per_sim", "bytes_per_sim", "bcast_msgs_per_rank_s"):
         assert tight[key] == roomy[key], key
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
 
     a, b = read_trace(tmp_path / "a"), read_trace(tmp_path / "b")
     for table in ("packages", "messages", "samples"):
@@ -108,7 +108,7 @@ def test_hybrid_keeps_simulations_in_their_group_and_merges_across(tmp_path):
                      params={"groups": 4, "merge_every": 16})
     s = simulate(dataclasses.replace(base, trace=str(tmp_path)))
     M, B, G = s["search_ranks"], s["bcast_ranks"], 4
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
 
     ms = read_trace(tmp_path).messages
     group = lambda r: (r // (M // G)).where(r < M, (r - M) // (B // G))  # noqa: E731
@@ -123,7 +123,7 @@ def test_hybrid_keeps_simulations_in_their_group_and_merges_across(tmp_path):
 
 
 def test_hybrid_agrees_roughly_with_functional(tmp_path):
-    from model.trace import read_trace
+    from engine.trace_files import read_trace
 
     base = SimConfig(algo="hybrid", nodes=4, seconds=0.04, warmup=0.01,
                      params={"table_mb": 2, "groups": 2, "merge_every": 32})

@@ -79,8 +79,6 @@ def _fake_runs(monkeypatch):
 
     import experiments.held_out as ho
     import experiments.validate as v
-    import model.trace
-    import sim.calibrate
     from sim.profile import load_profile
 
     used = []  # (case label, profile name)
@@ -91,11 +89,11 @@ def _fake_runs(monkeypatch):
     monkeypatch.setattr(v, "measure_shared", lambda case, secs: {**figs, "seconds": secs})
     monkeypatch.setattr(v, "calibrate_kernel", lambda board, secs: 900.0)
     monkeypatch.setattr(v, "measure_tree_share", lambda *a, **k: 0.1)
-    monkeypatch.setattr(model.trace, "read_trace", lambda path: str(path))
+    monkeypatch.setattr(v, "read_trace", lambda path: str(path))
     local = load_profile("local")
-    monkeypatch.setattr(sim.calibrate, "calibrate", lambda tr, base, name, **k: dataclasses.replace(local, name=tr))
-    monkeypatch.setattr(sim.calibrate, "probe_factor", lambda tr: (0.9, 5))
-    monkeypatch.setattr(sim.calibrate, "run_pingpong", lambda *a: {})
+    monkeypatch.setattr(v, "calibrate", lambda tr, base, name, **k: dataclasses.replace(local, name=tr))
+    monkeypatch.setattr(v, "probe_factor", lambda tr: (0.9, 5))
+    monkeypatch.setattr(v, "run_pingpong", lambda *a: {})
     monkeypatch.setattr(ho, "usage", lambda tr: {"playout": 1.0, "packages": 3.0, "messages": 2.0})
 
     def predict(case, prof, *a, **k):

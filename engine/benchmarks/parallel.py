@@ -166,7 +166,8 @@ def _run(args: argparse.Namespace) -> int:
     import json
 
     from model.config import parse_overrides
-    from model.results import output_dir, write_json
+    from engine.results import write_json
+    from model.results import output_dir
 
     directory = output_dir(args)
     params = parse_overrides(args.param)

@@ -577,7 +577,7 @@ class RankRuntime:
         return self.meta
 
     def _finish_trace(self, result: dict[str, Any], t_end: float) -> None:
-        from model.trace import finalize, write_meta
+        from engine.trace_files import finalize, write_meta
 
         finalize(self.config.trace)
         self.meta.t_end = t_end
@@ -599,7 +599,7 @@ class RankRuntime:
                 self._collect(t)
                 self.rec.close()
                 if self.rank == 0 and self.meta is not None:
-                    from model.trace import write_meta
+                    from engine.trace_files import write_meta
 
                     self.meta.t_end = t
                     self.meta.extra.update(complete=False, interrupted=True)

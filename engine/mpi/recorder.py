@@ -12,7 +12,8 @@ import numpy as np
 from numba import njit
 
 from model.roles.base import CONTINUE, IO, PART_KINDS
-from model.trace import Meta, TraceWriter
+from engine.trace_files import TraceWriter
+from model.trace import Meta
 
 SAMPLE_EVERY = 0.1
 TELEMETRY_EVERY = 0.2
@@ -139,7 +140,8 @@ class Recorder:
         self.window = None
         self.live = None  # engine.mpi.live.LiveFields, made at the first telemetry record
         if telemetry:
-            from model.telemetry import TelemetrySender, Window
+            from engine.telemetry import TelemetrySender
+            from model.telemetry import Window
 
             host, _, port = telemetry.rpartition(":")
             self.sender = TelemetrySender(host, int(port))

@@ -1,4 +1,4 @@
-"""The distributed algorithms' roles, sans I/O: one algorithm, two runtimes (DESIGN.md).
+"""The distributed algorithms' roles, sans I/O: one algorithm, two runtimes (docs/ARCHITECTURE.md).
 
 Each rank of a distributed search runs one Role object. Roles never call MPI, SimPy, threads or a clock;
 a runtime (engine/: MPI ranks, an IO thread and worker threads; sim/: SimPy processes; loopback.py here:
