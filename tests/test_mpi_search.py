@@ -133,6 +133,19 @@ def test_bad_parameters_fail_before_any_rank_starts(run_cli):
     assert r.returncode == 2 and "broadcast" in r.stderr
 
 
+@pytest.mark.mpi
+@pytest.mark.timeout(240)
+def test_many_duplicated_nodes_stay_consistent_and_the_run_ends(run_cli, tmp_path):
+    """Small N_dup on a longer search: sync jobs queue while their rank's buffers grow (room for arrived rows,
+    for the outbox); nothing of theirs may be lost and the final sync must end."""
+    sims = 20000
+    r = run_cli("search", "--algo", "treesplit", "--board", "9", "--ranks", "2", "--threads", "1",
+                "--sims", str(sims), "--param", "n_dup=64", "--json", timeout=200, env={"TMPDIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["root_visits_by_rank"] == [sims, sims] and res["dup_consistent"]
+
+
 def _gtp_moves(stdout: str) -> list[str]:
     return [line[2:].strip() for line in stdout.splitlines() if line.startswith("= ") and line[2:].strip()]
 

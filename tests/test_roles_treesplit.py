@@ -434,3 +434,21 @@ def test_growing_the_pool_grows_every_slot_array_and_keeps_the_search_going():
     assert treesplit_problems(roles, run.sent) == []
     grown = [r for r in roles if len(r.a.sims) > P]
     assert grown and all(getattr(r.a, f).shape[0] == len(r.a.sims) for r in grown for f in K.PER_SLOT)
+
+
+def test_growing_the_sync_intake_keeps_the_rows_a_queued_sync_job_holds():
+    """Rows a sync job took (jrows) wait in the queue until it runs; arrivals that outgrow rows_in meanwhile
+    must not wipe them (they are other ranks' deltas: lost, the duplicated nodes would disagree)."""
+    from model.roles import core as K
+
+    g, s = make_game("pgame", **PGAME)
+    role = make_roles("treesplit", Layout(2, 0, workers=1), Setup(g, s, sims=10, seed=5), {"n_dup": 4})[0]
+    n = len(role.a.rows_in)
+    rng = np.random.default_rng(1)
+    role.a.jrows.view(np.uint8)[:] = rng.integers(0, 255, role.a.jrows.nbytes, dtype=np.uint8)
+    role.a.rows_in.view(np.uint8)[:] = rng.integers(0, 255, role.a.rows_in.nbytes, dtype=np.uint8)
+    before_j, before_in = role.a.jrows.copy(), role.a.rows_in.copy()
+    role.a.cs[0]["need"], role.a.cs[0]["need_size"] = K.N_ROWS_IN, 2 * n
+    role.grow()
+    assert len(role.a.rows_in) >= 2 * n and len(role.a.jrows) == len(role.a.rows_in)
+    assert role.a.jrows[:n].tobytes() == before_j.tobytes() and role.a.rows_in[:n].tobytes() == before_in.tobytes()

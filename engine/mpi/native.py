@@ -246,7 +246,7 @@ def _turns(c, sc, n, max_ticks, budget_ticks, log, t0, tps, c0):
         did = r == T_WORKED
         if r != T_WORKED and r != T_IDLE and not control:
             return r
-        if c.cs[0].q_len > 0:
+        if c.cs[0].q_len > 0 or c.cs[0].pend != 0:  # pend: a package ran, its done waits for room
             a = cycles()
             r = K.run(c, sc, max_ticks, log)
             n.net[N_RUN_CYCLES] += cycles() - a

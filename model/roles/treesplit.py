@@ -247,7 +247,9 @@ class TreesplitSearch(Role):
             n = max(2 * len(c.rows_in), size)
             rows = np.zeros(n, c.rows_in.dtype)
             rows[:len(c.rows_in)] = c.rows_in
-            self._use(c._replace(rows_in=rows, jrows=np.zeros(n, c.rows_in.dtype)))
+            jrows = np.zeros(n, c.jrows.dtype)  # a queued sync job's rows wait here to be applied: kept too
+            jrows[:len(c.jrows)] = c.jrows
+            self._use(c._replace(rows_in=rows, jrows=jrows))
         elif what == K.N_RX:
             rx = np.zeros((2 * len(c.rx), c.rx.shape[1]), c.rx.dtype)
             rx[:len(c.rx)] = c.rx
@@ -403,7 +405,9 @@ class TreesplitSearch(Role):
             self._grow()
 
     def queued(self) -> int:
-        return int(self.a.cs[0]["q_len"])
+        """Packages run_batch has to run: the queue's, and one that ran but waits for room to be done."""
+        cs = self.a.cs[0]
+        return int(cs["q_len"]) + (1 if cs["pend"] else 0)
 
     def take_outbox(self):
         """[(dst, records, count)] written since the last call (views, valid until the next kernel call)."""
