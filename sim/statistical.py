@@ -145,7 +145,8 @@ class StatWorld:
         N = max(node_of) + 1
         G = max(1, int(bundle))
         self.G = G
-        self.s_par = max(1, round(max(W, 1) * M * params.overload / G))
+        in_flight = params.in_flight(max(W, 1), Mg)  # S_par / M, as the role computes it
+        self.s_par = max(1, round(M * in_flight / G))
         self.per_rank = max(1, round(self.s_par / M))
         forward = (getattr(params, "forward_playouts", True) and Mg > 1 and W > 0
                    and algo in ("treesplit", "tds", "hybrid"))
@@ -177,9 +178,8 @@ class StatWorld:
         F[K.C_L], F[K.C_GAP], F[K.C_GPB], F[K.C_EAGER] = net.latency, net.gap, net.gap_per_byte, net.eager_threshold
         F[K.C_SHML], F[K.C_SHMG], F[K.C_NAP] = net.shm_latency, net.shm_gap_per_byte, io.idle_nap
         F[K.C_OPM], F[K.C_PERPKG] = net.overhead + io.per_message, io.per_package
-        # S_par/M simulations per rank keep each worker's queue about `overload` simulations long; a rank
-        # with K times its share waiting is overloaded (4.2.5): forward when the wait is that long
-        F[K.C_FHELD] = getattr(params, "balance_k", 1.2) * params.overload * max(W, 1)
+        # a rank with K times its share of S_par waiting is overloaded (4.2.5): forward when the wait is that long
+        F[K.C_FHELD] = getattr(params, "balance_k", 1.2) * in_flight
         F[K.C_DELAY] = max(1e-6, float(getattr(params, "bcast_delay", 1e-3)))
         F[K.C_EXPANDS], F[K.C_SYNCS], F[K.C_NODES] = (workload.expands_per_sim, workload.syncs_per_sim,
                                                       workload.nodes_per_sim)

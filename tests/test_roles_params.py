@@ -56,3 +56,28 @@ def test_layout_and_roles_refuse_impossible_setups():
     assert [lay.partner(r) for r in range(8)] == [8, 8, 8, 8, 9, 9, 9, 9]
     assert lay.clients(9) == [4, 5, 6, 7]
     assert Setup(g, s, sims=10).quota(0, 3) + Setup(g, s, sims=10).quota(2, 3) + Setup(g, s, sims=10).quota(1, 3) == 10
+
+
+def test_min_in_flight_raises_s_par_only_where_simulations_hop():
+    """S_par / M is O per worker (thesis) unless min_in_flight asks for more on ranks that simulations hop
+    between; the role and the statistical fidelity read the same figure."""
+    from model.game import make_game
+    from sim.simulate import SimConfig, prepare
+
+    _, ts = split_params("treesplit", {"min_in_flight": "40"})
+    assert ts.in_flight(1, 2) == 40 and ts.in_flight(1, 1) == 5 and ts.in_flight(15, 4) == 75
+    assert split_params("treesplit", {})[1].in_flight(1, 8) == 5
+    g, s = make_game("go", size=9, komi=7.0)
+    setup = Setup(g, s, sims=100, seed=1)
+    role = lambda algo, M, params: make_role(algo, 0, Layout(M, 0, workers=1), setup, params)  # noqa: E731
+    assert role("tds", 2, {"min_in_flight": 40}).target == 40
+    assert role("treesplit", 1, {"min_in_flight": 40}).target == 5  # nothing hops on one rank
+    assert role("root", 2, {}).target == 5
+    with pytest.raises(ConfigError, match="min_in_flight"):
+        split_params("root", {"min_in_flight": "40"})
+    with pytest.raises(ConfigError, match="min_in_flight"):
+        split_params("treesplit", {"min_in_flight": "0"})
+    for floor, per_rank in ((1, 7 * 5), (40, 40)):  # oculus: 7 workers per rank, 4 ranks on 2 nodes
+        w = prepare(SimConfig(algo="treesplit", nodes=2, seconds=0.01, warmup=0.0, fidelity="statistical",
+                              params={"min_in_flight": floor})).world
+        assert (w.workers_per_rank, w.M, w.per_rank, w.s_par) == (7, 4, per_rank, 4 * per_rank)

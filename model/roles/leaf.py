@@ -30,7 +30,7 @@ class LeafMaster(TreesplitSearch):
             raise ValueError("the leaf-parallel master is rank 0")
         self.leaf_params = lp = params or LeafParams()
         ts = TreesplitParams(table_mb=lp.table_mb, overload=lp.overload, chain=lp.chain, share_root=False,
-                             forward_playouts=False, dup_rows=1)
+                             forward_playouts=False, dup_rows=1, min_in_flight=1)
         super().__init__(rank, layout, setup, uct, ts, table)
         self.workers_ranks = list(range(1, self.M))
         per_leaf = len(self.workers_ranks) * layout.workers
@@ -56,7 +56,7 @@ class LeafWorker(TreesplitSearch):
 
         lp = params or LeafParams()
         ts = TreesplitParams(overload=lp.overload, share_root=False, forward_playouts=False, dup_rows=1,
-                             fuse=False)
+                             fuse=False, min_in_flight=1)
         # no tree here: a table of a few slots for the core's contract
         super().__init__(rank, layout, setup, uct, ts, new_table(16, int(game.max_children(setup.g))))
         self._set(mode=K.MODE_LEAF_WORKER, kernel_ranks=1, track=0, quota=0, shared_rng=0, accept=1 << CODE[JOB])

@@ -28,7 +28,7 @@ class RootSearch(TreesplitSearch):
         self.root_params = params or RootParams()
         rp = self.root_params
         ts = TreesplitParams(table_mb=rp.table_mb, overload=rp.overload, fuse=rp.fuse, chain=rp.chain,
-                             n_dup=max(1, rp.merge_min_visits), forward_playouts=False,
+                             n_dup=max(1, rp.merge_min_visits), forward_playouts=False, min_in_flight=1,
                              dup_rows=TreesplitParams().dup_rows)
         super().__init__(rank, layout, setup, uct, ts, table)
         # every node is this rank's own; adopting a node reads its statistics, so no update may run meanwhile;

@@ -91,7 +91,7 @@ class TreesplitSearch(Role):
                      else [glob[r] for r in range(self.M) if r != self.lrank])
         world = layout.world if world is None else world
         self.quota = setup.quota(self.lrank, self.M)
-        target = layout.workers * self.params.overload   # S_par / M
+        target = self.params.in_flight(layout.workers, self.M)   # S_par / M
         self._use(K.new_arrays(table, dt, self.g, self.root, self.history, self.p, y, world=world, M=self.M, glob=glob,
                             peers=peers, slots=max(16, 4 * target + 8), depth_cap=self.max_depth + 2,
                                  rave=self.rave, frames=frames))
