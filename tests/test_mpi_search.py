@@ -28,7 +28,11 @@ CASES = {
     "go9-leaf-3": (["--game", "go", "--board", "9"], 3, 0, 1, "leaf"),
     "go9-dfuct-2": (["--game", "go", "--board", "9"], 2, 0, 2, "dfuct"),
     "pgame-hybrid-4+2": (["--game", "pgame", "--branching", "4", "--depth", "8"], 4, 2, 1, "hybrid"),
+    "go9-2-python-io": (["--game", "go", "--board", "9"], 2, 0, 1, "treesplit"),
 }
+# what a case runs with beyond its row: the IO loop in Python (engine/mpi/rank.py's batch loop, not the
+# compiled turn), with S_par raised where simulations hop
+EXTRA = {"go9-2-python-io": ({"TREESPLIT_PYTHON_IO": "1"}, ["--param", "min_in_flight=40"])}
 # algorithms whose every search rank holds the whole root after the final synchronisation
 ROOT_EVERYWHERE = ("treesplit", "root", "hybrid")
 
@@ -62,10 +66,11 @@ def test_search_returns_a_legal_move_and_loses_nothing(case, tmp_path, run_cli):
     game_args, ranks, bcast, threads, algo = CASES[case]
     trace = tmp_path / "trace"
     sims = 400
+    env, extra = EXTRA.get(case, ({}, []))
     params = ["--param", "n_dup=24"] if algo == "treesplit" else []
     r = run_cli("search", "--algo", algo, *game_args, "--ranks", str(ranks), "--bcast-ranks", str(bcast),
-                "--threads", str(threads), "--sims", str(sims), "--trace", str(trace), *params, "--json",
-                timeout=200, env={"TMPDIR": str(tmp_path)})
+                "--threads", str(threads), "--sims", str(sims), "--trace", str(trace), *params, *extra, "--json",
+                timeout=200, env={"TMPDIR": str(tmp_path), **env})
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
     assert res["move"] in _legal(game_args)
@@ -76,6 +81,8 @@ def test_search_returns_a_legal_move_and_loses_nothing(case, tmp_path, run_cli):
     # the master
     assert res["root_visits_by_rank"] == [sims] * (ranks if algo in ROOT_EVERYWHERE else 1)
     assert res.get("dup_consistent", True)
+    if env:  # the Python IO loop ran: only the compiled turn reports where its time went
+        assert not any("loop" in r for r in res["per_rank"])
     if algo == "treesplit" and ranks > 1:
         assert res["messages_by_kind"].get("DUP", {}).get("count", 0) > 0  # n_dup=24: nodes were shared
     if bcast:  # broadcast ranks pass SYNCs on to each other (BCAST) when there are several of them

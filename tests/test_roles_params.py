@@ -73,6 +73,7 @@ def test_min_in_flight_raises_s_par_only_where_simulations_hop():
     assert role("tds", 2, {"min_in_flight": 40}).target == 40
     assert role("treesplit", 1, {"min_in_flight": 40}).target == 5  # nothing hops on one rank
     assert role("root", 2, {}).target == 5
+    assert role("dfuct", 2, {"min_in_flight": 20}).target == 20
     with pytest.raises(ConfigError, match="min_in_flight"):
         split_params("root", {"min_in_flight": "40"})
     with pytest.raises(ConfigError, match="min_in_flight"):

@@ -205,6 +205,20 @@ class RankRuntime:
         return result
 
     # --- the IO loop ------------------------------------------------------------------------------------------
+    def _tick(self, t: float, next_tick: float) -> float:
+        """Every TICK_EVERY (and at every turn once the coordinator ends the search: no tick lag), tick the
+        role and CONTROL under the lock and take a sample when one is due; returns the next tick's time."""
+        control = self.control
+        if t < next_tick and (control.phase == ctl.RUN or not control.coordinator):
+            return next_tick
+        self.heartbeat = time.monotonic()
+        with self.lock:
+            self._apply(self.host.tick(t))
+            control.tick(t)
+        if t >= self.rec.next_sample:
+            self._sample(t)
+        return t + TICK_EVERY
+
     def _main_loop(self) -> None:
         if not getattr(self.host, "batch", False):
             self._loop()
@@ -264,14 +278,7 @@ class RankRuntime:
                 net = self.native_net = net._replace(rbuf=np.zeros(2 * int(net.net[native.N_NEED]), np.uint8))
             elif r == native.T_CORRUPT:
                 role.refuse(int(net.net[native.N_BAD]), int(net.net[native.N_PEND_N]))
-            if t >= next_tick or (control.phase != ctl.RUN and control.coordinator):  # end of search: no tick lag
-                next_tick = t + TICK_EVERY
-                self.heartbeat = time.monotonic()
-                with self.lock:
-                    self._apply(host.tick(t))
-                    control.tick(t)
-                if t >= rec.next_sample:
-                    self._sample(t)
+            next_tick = self._tick(t, next_tick)
             while self.outbox:
                 ep.post(*self.outbox.popleft())
             ep.flush()
@@ -286,7 +293,7 @@ class RankRuntime:
         the role in one call, the role runs its queued packages for one slice in another, and what it wrote
         for each rank leaves in one MPI message. No Python object per logical message or package."""
         host, ep, control, rec = self.host, self.ep, self.control, self.rec
-        now, rank = self.now, self.rank
+        now = self.now
         self.cpu0 = time.process_time()
         with self.lock:
             self._apply(host.start())
@@ -325,14 +332,9 @@ class RankRuntime:
             for dst, records, count in host.take_outbox():
                 ep.post_records(dst, records, count)
             t = now()
-            if t >= next_tick or (control.phase != ctl.RUN and control.coordinator):  # end of search: no tick lag
-                next_tick = t + TICK_EVERY
-                self.heartbeat = time.monotonic()
-                with self.lock:
-                    self._apply(host.tick(t))
-                    control.tick(t)
-                if t >= rec.next_sample:
-                    self._sample(t)
+            ticked = self._tick(t, next_tick)
+            if ticked != next_tick:
+                next_tick = ticked
                 for dst, records, count in host.take_outbox():
                     ep.post_records(dst, records, count)
             while self.outbox:
@@ -397,14 +399,7 @@ class RankRuntime:
                 while inline and self._run_inline(inline.popleft()) < slice_end and not outbox:
                     pass
             t = now()
-            if t >= next_tick or (control.phase != ctl.RUN and control.coordinator):  # end of search: no tick lag
-                next_tick = t + TICK_EVERY
-                self.heartbeat = time.monotonic()
-                with lock:
-                    apply(host.tick(t))
-                    control.tick(t)
-                if t >= rec.next_sample:
-                    self._sample(t)
+            next_tick = self._tick(t, next_tick)
             while outbox:
                 ep.post(*outbox.popleft())
             ep.flush()

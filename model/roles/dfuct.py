@@ -53,7 +53,7 @@ class DfuctSearch(TreesplitSearch):
         ts = TreesplitParams(table_mb=self.df.table_mb, overload=self.df.overload, n_dup=math.inf,
                              share_root=False, balance_k=self.df.balance_k,
                              forward_playouts=self.df.forward_playouts, dup_rows=1, fuse=False,
-                             min_in_flight=1)
+                             min_in_flight=self.df.min_in_flight)
         super().__init__(rank, layout, setup, uct, ts, table, frames=True)
         assert self.p[P_RAVE] == 0.0
         self._set(mode=K.MODE_DFUCT, track=0, report_every=self.df.report_every)

@@ -41,7 +41,27 @@ class SearchParams:
 
 
 @dataclass
-class TreesplitParams(SearchParams):
+class HopParams(SearchParams):
+    """What the algorithms whose simulations hop between ranks (treesplit, tds, hybrid, dfuct) add."""
+
+    min_in_flight: int = 1        # S_par / M at least this where simulations hop between ranks (1: S_par =
+    #                               (C-1) M O as in the thesis). O "should be sufficiently large to effectively
+    #                               overlap communication" (Schaefers 2014, 4.2.4): a rank of one worker whose
+    #                               simulations take 10-60 us waits 50-200 us for a hop and at O = 5 idles ~20%
+    #                               of the time (docs/ARCHITECTURE.md)
+
+    def in_flight(self, workers: int, hop_ranks: int) -> int:
+        own = super().in_flight(workers, hop_ranks)
+        return max(own, self.min_in_flight) if hop_ranks > 1 else own
+
+    def validate(self) -> None:
+        super().validate()
+        check(isinstance(self.min_in_flight, int) and self.min_in_flight >= 1, "min_in_flight",
+              "must be an integer >= 1")
+
+
+@dataclass
+class TreesplitParams(HopParams):
     """UCT-Treesplit (Schaefers 2014, 4.2); tds is this with n_dup = inf."""
 
     n_dup: float = 8192           # visits after which a node is duplicated on all ranks (inf: never)
@@ -53,11 +73,6 @@ class TreesplitParams(SearchParams):
     bcast_delay: float = 0.001    # seconds a broadcast rank holds SYNCs to merge them (0: forward at once)
     peers: int = 12               # L: most broadcast peers per broadcast rank (Table 4.1)
     bcast_ratio: int = DEFAULT_BCAST_RATIO  # search ranks per broadcast rank, when not given explicitly
-    min_in_flight: int = 1        # S_par / M at least this where simulations hop between ranks (1: S_par =
-    #                               (C-1) M O as in the thesis). O "should be sufficiently large to effectively
-    #                               overlap communication" (Schaefers 2014, 4.2.4): a rank of one worker whose
-    #                               simulations take 10-60 us waits 50-200 us for a hop and at O = 5 idles ~20%
-    #                               of the time; 40 cuts that to ~7% (docs/ARCHITECTURE.md)
     dup_rows: int = 8192          # most duplicated nodes per rank
     share_root: bool = True       # the root is duplicated on all ranks from the start (4.2.4); tds: no
 
@@ -73,12 +88,6 @@ class TreesplitParams(SearchParams):
         check(isinstance(self.peers, int) and self.peers >= 1, "peers", "must be an integer >= 1")
         check(isinstance(self.bcast_ratio, int) and self.bcast_ratio >= 1, "bcast_ratio", "must be >= 1")
         check(isinstance(self.dup_rows, int) and self.dup_rows >= 1, "dup_rows", "must be >= 1")
-        check(isinstance(self.min_in_flight, int) and self.min_in_flight >= 1, "min_in_flight",
-              "must be an integer >= 1")
-
-    def in_flight(self, workers: int, hop_ranks: int) -> int:
-        own = super().in_flight(workers, hop_ranks)
-        return max(own, self.min_in_flight) if hop_ranks > 1 else own
 
 
 @dataclass
@@ -109,7 +118,7 @@ class LeafParams(SearchParams):
 
 
 @dataclass
-class DfuctParams(SearchParams):
+class DfuctParams(HopParams):
     """TDS with depth-first UCT (model/roles/dfuct.py): jobs stay below a node while its best child stays best."""
 
     report_every: int = 32        # a job reports a node's pending results once this many gathered (0: only
