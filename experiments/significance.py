@@ -47,17 +47,21 @@ class Estimate:
     def significant(self) -> bool:
         return self.p < 1 - self.level
 
-    def text(self, unit: str = "", fmt: str = "+.0f") -> str:
-        """'+120 Elo per doubling (95% [+40, +200], p = 0.004)', 'not significant' added where it is not."""
+    def text(self, unit: str = "", fmt: str = "+.0f", p: float | None = None) -> str:
+        """'+120 Elo per doubling (95% [+40, +200], p = 0.004)', 'not significant' added where it is not. `p`:
+        the p-value to show and judge by instead of the estimate's own (one adjusted for several comparisons)."""
         def f(v: float) -> str:
             return "n/a" if math.isnan(v) else format(v, fmt) if math.isfinite(v) else ("+inf" if v > 0 else "-inf")
+        p = self.p if p is None else p
         u = f" {unit}" if unit else ""
-        tail = "" if self.significant else ", not significant"
-        return f"{f(self.value)}{u} ({self.level:.0%} [{f(self.low)}, {f(self.high)}], p = {p_text(self.p)}{tail})"
+        tail = "" if p < 1 - self.level else ", not significant"
+        edge = "" if math.isfinite(self.value) or math.isnan(self.value) else "unbounded: every game of a point went one way; "
+        return f"{f(self.value)}{u} ({edge}{self.level:.0%} [{f(self.low)}, {f(self.high)}], {p_text(p)}{tail})"
 
 
 def p_text(p: float) -> str:
-    return "n/a" if not math.isfinite(p) else ("< 0.001" if p < 0.001 else f"{p:.2g}")
+    """'p = 0.022', 'p < 0.001' or 'p n/a'."""
+    return "p n/a" if not math.isfinite(p) else ("p < 0.001" if p < 0.001 else f"p = {p:.2g}")
 
 
 # -- Student's t -----------------------------------------------------------------------------------------------
