@@ -185,8 +185,8 @@ def _sweep_words(d: pd.DataFrame, x: str, name: str) -> tuple[str, dict]:
     logx = np.log2(d[x].astype(float))
     for col, label, fmt in TREND_METRICS:
         sl, kd = slope(logx, d[col]), kendall(d[x], d[col])
-        trends[col] = {"slope_per_doubling": round(sl.value, 4), "ci": [round(sl.low, 4), round(sl.high, 4)],
-                       "slope_p": round(sl.p, 4), "kendall_tau": round(kd.value, 3), "kendall_p": round(kd.p, 4)}
+        # slope per doubling, its 95% interval, its p; Kendall's p
+        trends[col] = [round(v, 4) for v in (sl.value, sl.low, sl.high, sl.p, kd.p)]
         verdict = ("rises" if sl.value > 0 else "falls") if sl.significant and kd.significant else (
             "no significant trend" if not (sl.significant or kd.significant) else "a trend only one test finds")
         parts.append(f"{label} {format(float(d[col].iloc[0]), fmt)} to {format(float(d[col].iloc[-1]), fmt)}, "

@@ -242,3 +242,19 @@ def test_sim_validation_quick_keeps_a_history(run_cli, tmp_path):
     assert (v.sims_per_s_measured > 0).all() and (v.sims_per_s_predicted > 0).all()
     s = _report_ok(tmp_path, "sim-validation")
     assert s["results"]["runs_in_history"] == 2
+
+
+def test_index_is_generated_from_the_kept_runs_stamps():
+    """experiments/README.md's index: every kept run with its samples, machine, date and commit, as
+    `python -m experiments.index` writes them (the committed README is that output)."""
+    from experiments.index import BEGIN, END, README, index_table
+    from model.results import REFERENCE_DIR
+
+    table = index_table()
+    text = README.read_text()
+    assert text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip() == table
+    for name in registry.EXPERIMENTS:
+        s = json.loads((REFERENCE_DIR / name / "summary.json").read_text())
+        line = next(x for x in table.splitlines() if x.startswith(f"| `{name}` |"))
+        assert s["samples"] in line and s["machine"] in line and s["date"][:10] in line
+        assert (f"`{s['commit']}`" in line) if s.get("commit") else ("tables committed in `" in line)
