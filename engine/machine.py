@@ -1,11 +1,13 @@
 """What a run is made on, for meta.json and results files: the machine (one line naming the host, its CPU model
-and core count, from /proc/cpuinfo) and the versions of the software (from package metadata)."""
+and core count, from /proc/cpuinfo), the versions of the software (from package metadata) and the checkout's
+git commit."""
 
 from __future__ import annotations
 
 import os
 import platform
 import socket
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -30,3 +32,16 @@ def machine_description() -> str:
 def versions() -> dict[str, str]:
     return {"treesplit": package_version(), "python": platform.python_version(), "numpy": np.__version__,
             "numba": package_version("numba"), "pyarrow": pa.__version__}
+
+
+def git_commit() -> str:
+    """The checkout's commit, with +dirty when tracked files differ from it; "unknown" outside a checkout."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (sha or "unknown") + ("+dirty" if sha and dirty else "")

@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from engine.gtp import resume
 from engine.gtp_client import GtpDied, GtpEndpoint, GtpProcess, GtpReply, GtpTimeout
+from engine.move_times import MoveTimes, summary as time_summary
 from engine.results import write_json
 from model.config import check
 from model.errors import UserError
@@ -50,6 +51,8 @@ class MatchConfig:
     cleanup: bool = True  # resume play when the two scores name different winners
     jobs: int = 1
     first_color: str = "black"  # our colour in game 1; colours alternate
+    budget: float = 0.0  # our seconds per move, for the time check (0: no fixed budget)
+    opponent_budget: float = 0.0  # the opponent's (0: not known)
 
     def validate(self) -> None:
         check(bool(self.opponent.strip()), "opponent", "must name a GTP engine command")
@@ -60,6 +63,7 @@ class MatchConfig:
         check(self.move_timeout > 0, "move_timeout", "must be > 0")
         check(self.jobs >= 1, "jobs", "must be >= 1")
         check(self.first_color in ("black", "white"), "first_color", "must be black or white")
+        check(self.budget >= 0 and self.opponent_budget >= 0, "budget", "must be >= 0 seconds (0: none)")
 
     @property
     def move_cap(self) -> int:
@@ -84,9 +88,23 @@ class GameResult:
     score_before_cleanup: float | None = None  # both counts when the clean-up phase began
     opponent_score_before_cleanup: str = ""
     seconds: float = 0.0
-    time_black: float = 0.0
+    time_black: float = 0.0  # wall seconds from sending genmove to the reply, summed over the side's moves
     time_white: float = 0.0
+    genmoves_black: int = 0
+    genmoves_white: int = 0
+    max_black: float = 0.0  # the side's longest move
+    max_white: float = 0.0
     sgf: str = ""
+
+    def times(self, color: int) -> MoveTimes:
+        """One side's moves of this game and their wall times."""
+        if color == BLACK:
+            return MoveTimes(self.genmoves_black, self.time_black, self.max_black)
+        return MoveTimes(self.genmoves_white, self.time_white, self.max_white)
+
+    @property
+    def ours(self) -> int:
+        return BLACK if self.our_color == "black" else WHITE
 
     @property
     def result(self) -> str:
@@ -194,8 +212,12 @@ class Referee:
             elapsed = time.perf_counter() - t
             if color == BLACK:
                 res.time_black += elapsed
+                res.genmoves_black += 1
+                res.max_black = max(res.max_black, elapsed)
             else:
                 res.time_white += elapsed
+                res.genmoves_white += 1
+                res.max_white = max(res.max_white, elapsed)
             if not reply.ok:
                 raise _Fault(color, "genmove failed", reply.text)
             word = reply.text.strip()
@@ -319,7 +341,8 @@ def _engine_label(command: str) -> str:
 
 CSV_FIELDS = ["game", "our_color", "outcome", "result", "reason", "detail", "moves", "score", "opponent_score",
               "scores_agree", "winners_agree", "cleanup",
-              "score_before_cleanup", "opponent_score_before_cleanup", "seconds", "time_black", "time_white", "sgf"]
+              "score_before_cleanup", "opponent_score_before_cleanup", "seconds", "time_black", "time_white",
+              "our_moves", "our_mean_s", "our_max_s", "opponent_moves", "opponent_mean_s", "opponent_max_s", "sgf"]
 
 
 def csv_row(r: GameResult) -> dict:
@@ -330,6 +353,10 @@ def csv_row(r: GameResult) -> dict:
     d["seconds"] = round(r.seconds, 3)
     d["time_black"] = round(r.time_black, 3)
     d["time_white"] = round(r.time_white, 3)
+    for who, color in (("our", r.ours), ("opponent", 1 - r.ours)):
+        t = r.times(color)
+        d[f"{who}_moves"], d[f"{who}_max_s"] = t.moves, round(t.longest, 4)
+        d[f"{who}_mean_s"] = None if t.mean is None else round(t.mean, 4)
     return {k: d[k] for k in CSV_FIELDS}
 
 
@@ -342,6 +369,7 @@ def summarize(cfg: MatchConfig, results: list[GameResult], ours: dict | None = N
     for r in results:
         reasons[r.reason] = reasons.get(r.reason, 0) + 1
     scored = [r for r in results if r.scores_agree is not None]
+    mine, theirs = side_times(results), side_times(results, opponent=True)
     ended_by_us = [r for r in results if r.reason in ("illegal", "bad move", "genmove failed", "timeout", "crash")
                    and r.outcome() == "loss"]
     return {
@@ -367,14 +395,17 @@ def summarize(cfg: MatchConfig, results: list[GameResult], ours: dict | None = N
         "cleanups": sum(r.cleanup for r in results),
         "mean_moves": sum(r.moves for r in results) / len(results) if results else 0.0,
         "mean_game_seconds": sum(r.seconds for r in results) / len(results) if results else 0.0,
-        "our_seconds_per_move": _our_seconds_per_move(results),
+        "our_seconds_per_move": mine.mean,
+        "time": {"ours": time_summary(mine, cfg.budget), "opponent": time_summary(theirs, cfg.opponent_budget)},
     }
 
 
-def _our_seconds_per_move(results: list[GameResult]) -> float | None:
-    t = sum(r.time_black if r.our_color == "black" else r.time_white for r in results)
-    n = sum((r.moves + (r.our_color == "black")) // 2 for r in results)
-    return t / n if n else None
+def side_times(results: list[GameResult], opponent: bool = False) -> MoveTimes:
+    """Our side's (or the opponent's) moves over all games, with their wall times."""
+    total = MoveTimes()
+    for r in results:
+        total = total.merge(r.times(r.ours if not opponent else 1 - r.ours))
+    return total
 
 
 def write_csv(path: Path, results: list[GameResult]) -> None:

@@ -12,13 +12,14 @@ actually played is found again); new_game and undo start afresh. Budget per move
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
 from engine import algorithms
 from engine.sequential import Position, SearchConfig
-from engine.timecontrol import Allocation, Budget, ClockState, ThinkPlan, TimeConfig, allocate
+from engine.timecontrol import Allocation, Budget, ClockState, OverheadEstimate, ThinkPlan, TimeConfig, allocate
 from model.config import check, with_overrides
 from model.go import board
 from model.uct import RootChild
@@ -88,6 +89,7 @@ class Player:
         self.time_settings: tuple[float, float, int] | None = None
         self.last_result = None
         self._g = None
+        self.overhead = OverheadEstimate()
 
     # -- game lifecycle ----------------------------------------------------------------------------------
     def new_game(self, size: int, komi: float) -> None:
@@ -122,9 +124,12 @@ class Player:
         elif time_left is not None:
             alloc = allocate(self.time, ClockState(time_left), ply, points)
         if cfg.sims is not None or cfg.seconds is not None:
-            b = Budget(cfg.sims, cfg.seconds)
+            seconds = cfg.seconds
+            if seconds is not None and self.time.subtract_overhead:
+                seconds = self.overhead.search_seconds(seconds)
+            b = Budget(cfg.sims, seconds)
             if alloc is not None:  # a fixed budget still must not lose on time
-                b = Budget(cfg.sims, min(cfg.seconds or alloc.hard_limit, alloc.hard_limit))
+                b = Budget(cfg.sims, min(seconds or alloc.hard_limit, alloc.hard_limit))
             return b, None
         if alloc is not None:
             return alloc.budget, ThinkPlan(self.time, alloc.budget, alloc.hard_limit)
@@ -158,12 +163,20 @@ class Player:
     def genmove(self, game, color: int, cleanup: bool = False, time_left: float | None = None,
                 stones_left: int = 0) -> int | None:
         """The action to play for `color` (0 Black, 1 White) in `game` (a GoGame), or None to resign."""
-
+        t0 = time.perf_counter()
         n = game.size * game.size
         pos = self._position(game, color)
-        g, s = pos.g, pos.s
-        budget, plan = self._budget(board.move_count(s), n, time_left, stones_left)
+        budget, plan = self._budget(board.move_count(pos.s), n, time_left, stones_left)
         result = self.searcher.search(pos, budget, plan)
+        action = self._choose(game, color, pos, result, cleanup)
+        if budget.seconds is not None and plan is None and result.sims != budget.sims:  # the clock stopped it
+            self.overhead.note(budget.seconds, time.perf_counter() - t0)
+        return action
+
+    def _choose(self, game, color: int, pos: Position, result, cleanup: bool) -> int | None:
+        """The move of a finished search: its best legal one, with the pass and clean-up rules below."""
+        n = game.size * game.size
+        g, s = pos.g, pos.s
         self.last_result = result
         if result.resign and not cleanup:
             return None

@@ -1,4 +1,4 @@
-"""Result files (benchmarks, validation, experiments, predictions), stamped with date, machine and versions.
+"""Result files (benchmarks, validation, experiments, predictions), stamped with date, machine, commit and versions.
 Where they go (./results/, --out DIR, or the committed reference with --update-reference) is model/results.py's
 output_dir."""
 
@@ -10,16 +10,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from engine.machine import machine_description, versions
+from engine.machine import git_commit, machine_description, versions
+
+
+def row_stamp() -> dict[str, str]:
+    """date, machine and commit of a measurement: the columns a result row carries when a later run may keep it
+    beside its own (an experiment's reused rows keep where and when they were measured)."""
+    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine_description(),
+            "commit": git_commit()}
 
 
 def stamp() -> dict[str, Any]:
-    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine_description(),
-            "versions": versions()}
+    return {**row_stamp(), "versions": versions()}
 
 
 def write_json(name: str, data: dict[str, Any], directory: Path) -> Path:
-    """Write `data` plus date/machine to <directory>/<name>.json and return the path."""
+    """Write `data` plus date/machine/commit/versions to <directory>/<name>.json and return the path."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.json"
     path.write_text(json.dumps({**stamp(), **data}, indent=2, default=float) + "\n")

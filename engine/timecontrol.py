@@ -55,6 +55,7 @@ class TimeConfig:
     safety: float = 0.3                  # seconds kept back per move for lag and overhead
     max_share: float = 0.5               # never spend more than this share of the remaining main time
     min_seconds: float = 0.05            # floor of any timed search
+    subtract_overhead: bool = True       # a fixed --seconds per move searches for that less the measured overhead
 
     def validate(self) -> None:
         check(self.formula_c is None or self.formula_c > 0, "formula_c", "must be > 0")
@@ -172,6 +173,35 @@ class ThinkPlan:
                 self.extensions.append("unstable")
                 return self.base.scaled(self.cfg.unstable_factor).capped(left)
         return None
+
+
+class OverheadEstimate:
+    """What a move costs beyond its search's own time budget (stopping the search, collecting the ranks'
+    answers, choosing the move), as the median of the last `window` moves' elapsed-minus-requested seconds.
+    A player given B seconds a move searches for B less this, so that the measured move takes B. The first
+    move is not counted: it pays for starting the searcher (MPI ranks, compiled kernels)."""
+
+    MIN_SHARE = 0.25  # never search less than this share of the budget
+
+    def __init__(self, window: int = 8):
+        self.window = window
+        self.samples: list[float] = []
+        self.seen = 0
+
+    def note(self, requested: float, elapsed: float) -> None:
+        self.seen += 1
+        if self.seen > 1:
+            self.samples = (self.samples + [max(0.0, elapsed - requested)])[-self.window:]
+
+    @property
+    def value(self) -> float:
+        if not self.samples:
+            return 0.0
+        s = sorted(self.samples)
+        return 0.5 * (s[(len(s) - 1) // 2] + s[len(s) // 2])
+
+    def search_seconds(self, budget: float) -> float:
+        return max(budget - self.value, budget * self.MIN_SHARE)
 
 
 def is_finite_budget(b: Budget) -> bool:

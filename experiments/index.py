@@ -1,4 +1,5 @@
-"""Rewrite experiments/README.md's index from the registry and each kept run's summary.json.
+"""Rewrite experiments/README.md's index from the registry and each kept run's summary.json: its headline
+numbers, what they rest on (samples) and where, when and at which commit they were measured.
 
     .venv/bin/python -m experiments.index
 """
@@ -6,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -39,21 +41,37 @@ def _overrides(name: str, config: dict) -> str:
     return f" (run with {', '.join(diff)})" if diff else ""
 
 
+def _commit(name: str, s: dict) -> str:
+    """The commit a kept run was measured at (its stamp), else the commit that brought its tables into git."""
+    if s.get("commit"):
+        return f"`{s['commit']}`"
+    tables = [str(REFERENCE_DIR / name / t) for t in s.get("tables", [])]
+    try:
+        sha = subprocess.run(["git", "log", "-1", "--format=%h", "--", *tables], cwd=README.parent,
+                             capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        sha = ""
+    return f"not stamped; tables committed in `{sha}`" if sha else "not stamped"
+
+
 def index_table() -> str:
-    lines = ["| experiment | question | status | latest results (full run) | measured on |", "| --- | --- | --- | --- | --- |"]
+    lines = ["| experiment | question | status | latest results (full run) | samples | machine, date, commit |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for e in EXPERIMENTS.values():
         summary = REFERENCE_DIR / e.name / "summary.json"
         if e.module is None:
-            status, res, where = "not built yet", "", ""
+            status, res, samples, where = "not built yet", "", "", ""
         elif summary.exists():
             s = json.loads(summary.read_text())
             status = f"[report](results/{e.name}/report.html)"
             res = _headline(s.get("results", {})).replace("|", "/")
+            samples = s.get("samples") or "not recorded"
             wall = f", {s['wall_s']:.0f} s" if s.get("wall_s") is not None else ""
-            where = f"{s['date'][:10]}, {s['machine']}{wall}" + _overrides(e.name, s["config"])
+            where = (f"{s['machine']}, {s['date'][:10]}, {_commit(e.name, s)}{wall}"
+                     + _overrides(e.name, s["config"]))
         else:
-            status, res, where = "built, no kept run", "", ""
-        lines.append(f"| `{e.name}` | {e.question} | {status} | {res} | {where} |")
+            status, res, samples, where = "built, no kept run", "", "", ""
+        lines.append(f"| `{e.name}` | {e.question} | {status} | {res} | {samples} | {where} |".replace("\n", " "))
     return "\n".join(lines)
 
 

@@ -247,4 +247,6 @@ def outcome(cfg: Config, tables: dict):
                "sync_share_parallel": round(sync_par, 4),
                f"seq_s_per_10k_move_{m0}": round(seq0, 3), f"seq_s_per_10k_move_{m1}": round(seq1, 3),
                "playout_over_select_time": round(float(ratio), 1)}
-    return Outcome(tables={"overheads": t, "game": game}, sections=sections, agreement=agreement, summary=summary)
+    return Outcome(tables={"overheads": t, "game": game}, sections=sections, agreement=agreement, summary=summary,
+                   samples=f"{len(cfg.moves)} positions of one game, one traced search of {cfg.sims} simulations "
+                           "each, sequential and parallel")

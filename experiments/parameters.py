@@ -19,17 +19,19 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from bokeh.layouts import column
 from bokeh.models import ColumnDataSource, HoverTool, LinearAxis, Range1d, Whisker
 
 from engine.player import PlayerConfig
 from engine.trace_files import read_trace
-from experiments.games import play
+from experiments.games import games_range, play
 from experiments.report import Outcome, Section, figure, quote, table_widget
 from experiments.runner import kept
+from experiments.significance import holm, kendall, p_text, slope
 from model.config import check, from_dict
-from model.stats import scores_differ
+from model.stats import scores_p_value
 from sim.simulate import SimConfig, simulate
 
 QUESTION = ("How do N_dup and N_sync (min, max = 2 min) change synchronisation traffic, hops per simulation, load "
@@ -171,9 +173,57 @@ def _strength_fig(s: pd.DataFrame):
     return f
 
 
-def _games(st: pd.DataFrame) -> str:
-    lo, hi = int(st.games.min()), int(st.games.max())
-    return str(lo) if lo == hi else f"{lo}-{hi}"
+TREND_METRICS = (("sync_msgs_per_sim", "sync messages/sim", ".3f"), ("hops_per_sim", "hops/sim", ".2f"),
+                 ("load_imbalance", "load imbalance", ".3f"))
+
+
+def _sweep_words(d: pd.DataFrame, x: str, name: str) -> tuple[str, dict]:
+    """Each metric's trend across a sweep's points against log2(x), in words that say "not significant" where
+    neither the slope nor the rank test is; and rows that repeat one configuration (only the root duplicated),
+    which the words name."""
+    parts, trends = [], {}
+    logx = np.log2(d[x].astype(float))
+    for col, label, fmt in TREND_METRICS:
+        sl, kd = slope(logx, d[col]), kendall(d[x], d[col])
+        # slope per doubling, its 95% interval, its p; Kendall's p
+        trends[col] = [round(v, 4) for v in (sl.value, sl.low, sl.high, sl.p, kd.p)]
+        verdict = ("rises" if sl.value > 0 else "falls") if sl.significant and kd.significant else (
+            "no significant trend" if not (sl.significant or kd.significant) else "a trend only one test finds")
+        parts.append(f"{label} {format(float(d[col].iloc[0]), fmt)} to {format(float(d[col].iloc[-1]), fmt)}, "
+                     f"{verdict} (slope {format(sl.value, '+' + fmt)} per doubling, 95% [{format(sl.low, '+' + fmt)}, "
+                     f"{format(sl.high, '+' + fmt)}], {p_text(sl.p)}; Kendall tau {kd.value:+.2f}, {p_text(kd.p)})")
+    words = "; ".join(parts) + "."
+    if "nodes_duplicated" in d and x == "n_dup":
+        root_only = d[d.nodes_duplicated <= 1]
+        if len(root_only) >= 2:
+            words += (f" At N_dup {', '.join(f'{v:g}' for v in root_only[x])} only the root is duplicated "
+                      f"(nodes_duplicated = 1), so these {len(root_only)} points measure nearly one configuration: "
+                      f"duplication here is all-or-root, and only longer searches or bigger boards would put N_dup's "
+                      f"upper range where the duplicated set changes.")
+    return words, trends
+
+
+def _strength_words(cfg: Config, st: pd.DataFrame) -> str:
+    """Every pair of N_dup values compared by the two-proportion test, Holm-corrected for the number of pairs."""
+    rows = list(st.itertuples())
+    pairs = [(a, b) for i, a in enumerate(rows) for b in rows[i + 1:]]
+    adj = holm([scores_p_value(a.win_rate, a.games, b.win_rate, b.games) for a, b in pairs])
+    sig = [(a, b, q) for (a, b), q in zip(pairs, adj) if q < 0.05]
+    scores = ", ".join(f"N_dup {r.n_dup:g}: {r.wins} won of {r.games}, score {r.win_rate:.2f} [{r.ci_low:.2f}, "
+                       f"{r.ci_high:.2f}]" for r in rows)
+    tests = "; ".join(f"{a.n_dup:g} vs {b.n_dup:g} {p_text(q)}" for (a, b), q in zip(pairs, adj))
+    head = (f"The engine games ({scores} against {cfg.opponent.split()[0]}; Holm-adjusted two-proportion tests over "
+            f"{len(pairs)} pairs: {tests}) ")
+    if not sig:
+        return head + (f"do not separate the N_dup values (not significant at {games_range(st.games)} games each): the bell "
+                       "of Figure 4.22 spans a few tens of Elo, which needs hundreds of games per point.")
+    return head + ("separate " + "; ".join(
+        f"N_dup {(a if a.win_rate > b.win_rate else b).n_dup:g} above {(b if a.win_rate > b.win_rate else a).n_dup:g}"
+        for a, b, _ in sig) + " (the other pairs: not significant"
+        + (f"; the separations are near the 5% line, and the z-test is approximate at {games_range(st.games)} games a point"
+           if max(q for _, _, q in sig) > 0.01 else "") + f"). Low N_dup is the side of Figure 4.22's bell where "
+        "the thesis names duplicated statistics that lag behind their synchronisation; its other side (contention on "
+        f"hot nodes not yet duplicated) needs more ranks than {cfg.strength_ranks}.")
 
 
 def outcome(cfg: Config, tables: dict):
@@ -205,7 +255,7 @@ def outcome(cfg: Config, tables: dict):
                 + ("" if st is None else
                    f" The games: UCT-Treesplit on {cfg.strength_ranks}(+{cfg.strength_bcast_ranks}) real ranks, Go "
                    f"{cfg.board}x{cfg.board}, {cfg.strength_sims} simulations a move, against "
-                   f"{' '.join(cfg.opponent.split()[:1] + cfg.opponent.split()[3:5])}, {_games(st)} games per N_dup "
+                   f"{' '.join(cfg.opponent.split()[:1] + cfg.opponent.split()[3:5])}, {games_range(st.games)} games per N_dup "
                    "value, colours alternating; whiskers are 95% Wilson intervals.")),
         Section("Figure 4.23: N_sync_min (N_sync_max = 2 N_sync_min)",
                 _sweep_fig(ns, "n_sync_min", "N_sync sweep (simulator)", "N_sync_min"),
@@ -216,39 +266,29 @@ def outcome(cfg: Config, tables: dict):
                 f"Ours: from N_sync_min {slo.n_sync_min} to {shi.n_sync_min}, sync messages/sim "
                 f"{slo.sync_msgs_per_sim:.3f} to {shi.sync_msgs_per_sim:.3f}."),
     ]
-    traffic_down = lo.sync_msgs_per_sim > hi.sync_msgs_per_sim
-    hops_up = hi.hops_per_sim > lo.hops_per_sim
-    sync_down = slo.sync_msgs_per_sim > shi.sync_msgs_per_sim
-    strength_txt = ""
-    if st is not None:
-        rows = list(st.itertuples())
-        above = {b.n_dup: [a.n_dup for a in rows if b.win_rate > a.win_rate
-                           and scores_differ(b.win_rate, b.games, a.win_rate, a.games)] for b in rows}
-        strength_txt = (" The engine games (" + ", ".join(
-            f"N_dup {r.n_dup:g}: {r.wins} won of {r.games}, score {r.win_rate:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]"
-            for r in rows)
-            + f" against {cfg.opponent.split()[0]}) "
-            + ("separate them (two-proportion z-test, 95%): " + "; ".join(
-                f"N_dup {b:g} above {' and '.join(f'{a:g}' for a in lo)}" for b, lo in above.items() if lo)
-               + ". Low N_dup is the side of Figure 4.22's bell where the thesis names duplicated statistics that lag "
-               "behind their synchronisation; its other side (contention on hot nodes not yet duplicated) needs more "
-               f"ranks than {cfg.strength_ranks}." if any(above.values()) else
-               f"do not separate the N_dup values at {_games(st)} games each (two-proportion z-test, 95%): the "
-               "bell of Figure 4.22 spans a few tens of Elo, which needs hundreds of games per point."))
+    dup_words, dup_trends = _sweep_words(nd, "n_dup", "N_dup")
+    sync_words, sync_trends = _sweep_words(ns, "n_sync_min", "N_sync_min")
+    strength_txt = "" if st is None else " " + _strength_words(cfg, st)
     agreement = (
-        f"As the thesis says, lowering N_dup {'trades' if traffic_down and hops_up else 'does not clearly trade'} hops "
-        f"for synchronisation traffic (hops/sim {lo.hops_per_sim:.2f} vs {hi.hops_per_sim:.2f}, sync messages/sim "
-        f"{lo.sync_msgs_per_sim:.3f} vs {hi.sync_msgs_per_sim:.3f} at N_dup {lo.n_dup:g} vs {hi.n_dup:g}), and lowering "
-        f"N_sync {'raises' if sync_down else 'does not raise'} the traffic ({slo.sync_msgs_per_sim:.3f} vs "
-        f"{shi.sync_msgs_per_sim:.3f} per simulation). The thesis reports only strength against Pachi on 32(+8) CNs; "
-        f"our traffic, hop and imbalance curves are the mechanisms it names, measured on a small simulated cluster "
-        f"whose searches see far fewer simulations than a 19x19 move on OCuLUS, so N_dup's scale is shifted down."
-        + strength_txt)
+        f"Trends are tested across all points of a sweep (OLS slope per doubling with its 95% t interval, and "
+        f"Kendall's rank test). N_dup {lo.n_dup:g} ... {hi.n_dup:g}: {dup_words} "
+        f"N_sync_min {slo.n_sync_min} ... {shi.n_sync_min}: {sync_words} "
+        f"The thesis says lowering N_dup trades hops for synchronisation traffic and lowering N_sync raises the "
+        f"traffic; it reports only strength against Pachi on 32(+8) CNs. Our traffic, hop and imbalance curves are "
+        f"the mechanisms it names, measured on a small simulated cluster whose searches see far fewer simulations "
+        f"than a 19x19 move on OCuLUS, so N_dup's scale is shifted down; imbalance, which the thesis blames for the "
+        f"bell's high-N_dup side, needs hot nodes that more ranks and longer searches make."
+        + strength_txt
+        + " N_sync has no strength run here (Figure 4.23 is strength only): its sweep shows traffic alone.")
     summary = {"n_dup_range": [float(lo.n_dup), float(hi.n_dup)],
                "sync_msgs_per_sim_at_n_dup_ends": [round(float(lo.sync_msgs_per_sim), 4), round(float(hi.sync_msgs_per_sim), 4)],
                "hops_per_sim_at_n_dup_ends": [round(float(lo.hops_per_sim), 3), round(float(hi.hops_per_sim), 3)],
                "imbalance_at_n_dup_ends": [round(float(lo.load_imbalance), 3), round(float(hi.load_imbalance), 3)],
                "sync_msgs_per_sim_at_n_sync_ends": [round(float(slo.sync_msgs_per_sim), 4), round(float(shi.sync_msgs_per_sim), 4)]}
+    summary["trends_n_dup"] = dup_trends
+    summary["trends_n_sync_min"] = sync_trends
     if st is not None:
         summary["strength"] = {str(r.n_dup): [int(r.wins), int(r.games)] for r in st.itertuples()}
-    return Outcome(tables=tables, sections=sections, agreement=agreement, summary=summary)
+    samples = (f"{len(nd)} N_dup and {len(ns)} N_sync_min simulator runs, one seed each ({int(nd.sims.median())} "
+               "simulations a run)" + ("" if st is None else f"; {games_range(st.games)} games per N_dup strength point"))
+    return Outcome(tables=tables, sections=sections, agreement=agreement, summary=summary, samples=samples)

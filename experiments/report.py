@@ -38,6 +38,7 @@ class Outcome:
     sections: list[Section]
     agreement: str                    # two sentences: where we agree, where not, and why
     summary: dict[str, Any] = field(default_factory=dict)  # headline numbers (summary.json, README)
+    samples: str = ""                 # what the results rest on: games per point, runs, seeds (README's index)
 
 
 ELO_CAP = 800.0  # an infinite Elo (every game went one way) is drawn here
@@ -94,7 +95,8 @@ def write_report(name: str, question: str, reference: str, config: dict[str, Any
         f"<p><b>Reference.</b> {reference}</p>"
         f"<p><b>Where we agree and where not.</b> {outcome.agreement}</p>"
         f"<p style='color:#555;font-size:9.5pt'>Run {html.escape(stamp['date'])} on {html.escape(stamp['machine'])}"
-        f" in {stamp.get('wall_s', 0):.0f} s. Data: {tables}, <code>summary.json</code>. Rerun: "
+        f"{' at commit ' + html.escape(stamp['commit']) if stamp.get('commit') else ''}"
+        f" in {stamp.get('wall_s', 0):.0f} s{'; ' + html.escape(outcome.samples) if outcome.samples else ''}. Data: {tables}, <code>summary.json</code>. Rerun: "
         f"<code>treesplit experiment {html.escape(name)}{' --quick' if quick else ''}</code>.</p>"
         f"<details><summary><b>Configuration</b> (experiments/configs/{html.escape(name)}.toml"
         f"{' with [quick]' if quick else ''})</summary>{_config_html(config)}</details>"))

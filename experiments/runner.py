@@ -87,9 +87,10 @@ def rebuild_report(name: str, d: Path, inline: bool = False) -> Path:
     cfg = from_dict(mod.Config, summary["config"], where=f"{summary_path}: ")
     tables = {Path(t).stem: pd.read_csv(d / t) for t in summary["tables"]}
     outcome = mod.outcome(cfg, tables)
-    if (outcome.agreement, outcome.summary) != (summary.get("agreement"), summary.get("results")):
-        # the report's text changed with the code: keep the run's stamp (date, machine), update the words
-        summary.update(agreement=outcome.agreement, results=outcome.summary)
+    if (outcome.agreement, outcome.summary, outcome.samples) != (summary.get("agreement"), summary.get("results"),
+                                                                 summary.get("samples")):
+        # the report's text changed with the code: keep the run's stamp (date, machine, commit), update the words
+        summary.update(agreement=outcome.agreement, results=outcome.summary, samples=outcome.samples)
         summary_path.write_text(json.dumps(summary, indent=2, default=float) + "\n")
     report = write_report(name, mod.QUESTION, mod.REFERENCE, summary["config"], outcome, d / "report.html",
                           summary_path, quick=bool(summary.get("quick")), inline=inline)
@@ -124,6 +125,7 @@ def run_experiment(name: str, out: str | Path, quick: bool = False, params: list
     config = dataclasses.asdict(cfg)
     summary = {"experiment": name, "question": mod.QUESTION, "quick": quick, "config": config,
                "wall_s": round(wall, 1), "agreement": outcome.agreement, "results": outcome.summary,
+               "samples": outcome.samples,
                "tables": [f"{t}.csv" for t in outcome.tables]}
     summary_path = write_json("summary", summary, directory=d)
     report = write_report(name, mod.QUESTION, mod.REFERENCE, config, outcome, d / "report.html", summary_path,

@@ -167,4 +167,6 @@ def outcome(cfg: Config, tables: dict):
                "max_search_gbit_per_rank": round(float(max_s), 4), "max_bcast_gbit_per_rank": round(float(max_b), 4),
                "sims_per_s_at_%d_move_%d" % (top, cfg.moves[0]):
                    round(float(t[(t.nodes == top) & (t.move == cfg.moves[0])].sims_per_s.iloc[0]), 0)}
-    return Outcome(tables={"scaling": t}, sections=sections, agreement=agreement, summary=summary)
+    return Outcome(tables={"scaling": t}, sections=sections, agreement=agreement, summary=summary,
+                   samples=f"{len(t)} simulated points ({t.nodes.nunique()} node counts x {t.move.nunique()} moves), "
+                           f"{cfg.seconds:g} simulated s each, seed {cfg.seed}")

@@ -12,7 +12,6 @@ A run on a 16-core machine adds its own row (its machine column says which).
 from __future__ import annotations
 
 import math
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,19 +50,6 @@ class Config:
         check(isinstance(self.repeats, int) and 0 <= self.repeats <= 20, "repeats", "0 (default) to 20")
 
 
-def git_commit() -> str:
-    """The checkout's commit, with +dirty when files differ from it."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                             timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return (sha or "unknown") + ("+dirty" if dirty else "")
-
-
 def history_row(res: dict, cfg: Config) -> dict:
     stamp = machine_stamp()
     # the columns kept from before held-out validation are the in-sample table's; held_out_* the headline's
@@ -72,7 +58,7 @@ def history_row(res: dict, cfg: Config) -> dict:
     held = res.get("held_out") or {}
     own = res.get("in_sample") or res
     sims = [abs(r["sims_per_s_error"]) for r in rows if r.get("sims_per_s_error") is not None]
-    return {"date": stamp["date"], "machine": stamp["machine"], "commit": git_commit(), "subset": cfg.subset,
+    return {"date": stamp["date"], "machine": stamp["machine"], "commit": stamp["commit"], "subset": cfg.subset,
             "boards": " ".join(str(b) for b in cfg.boards), "seconds": res["seconds"], "profile": res["profile"],
             "configurations": len(rows), "figures_compared": len(errs),
             "over_goal": sum(e > res["goal"] for e in errs),
@@ -229,4 +215,5 @@ def outcome(cfg: Config, tables: dict):
         agreement = (f"Held out (calibrated on {last.calibrated_on} only): {int(last.held_out_beyond_goal)} of "
                      f"{int(last.held_out_figures)} figures beyond their goals, the worst "
                      f"{float(last.held_out_worst_error):.0%} ({last.held_out_worst_at}). In sample: " + agreement)
-    return Outcome(tables={"validate": t, "history": h}, sections=sections, agreement=agreement, summary=summary)
+    return Outcome(tables={"validate": t, "history": h}, sections=sections, agreement=agreement, summary=summary,
+                   samples=f"{int(last.configurations)} configurations, {int(last.figures_compared)} figures compared")

@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from bokeh.layouts import column
 from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
@@ -30,9 +31,10 @@ from engine import algorithms
 from engine.player import PlayerConfig
 from engine.sequential import Position
 from engine.timecontrol import Budget
-from experiments.games import play
+from experiments.games import play, time_check
 from experiments.report import ELO_CAP, Outcome, Section, add_elo_plot_columns, figure, plot_elo, quote, table_widget
 from experiments.runner import kept
+from experiments.significance import elo_per_doubling
 from model.config import check, from_dict
 from model.go import board
 
@@ -190,7 +192,15 @@ def outcome(cfg: Config, tables: dict):
                 f"Ours: {cfg.opponent}."),
     ]
     agreement, summary = _agreement(cfg, g, s)
-    return Outcome(tables={"games": tables["games"]}, sections=sections, agreement=agreement, summary=summary)
+    samples = "; ".join(f"{kind}: " + ", ".join(f"{int(r.games)} games at {int(r.ranks)} rank(s)" for r in d.itertuples())
+                        for kind, d in (("GNU Go", g), ("self-play", s)) if len(d))
+    return Outcome(tables={"games": tables["games"]}, sections=sections, agreement=agreement, summary=summary,
+                   samples=samples)
+
+
+def _estimate(e) -> list:
+    """[value, low, high, p] of an Estimate for summary.json (None for an unbounded end)."""
+    return [round(v) if math.isfinite(v) else None for v in (e.value, e.low, e.high)] + [round(e.p, 4)]
 
 
 def t_probe(g: pd.DataFrame, s: pd.DataFrame) -> dict:
@@ -207,18 +217,23 @@ def _agreement(cfg: Config, g: pd.DataFrame, s: pd.DataFrame) -> tuple[str, dict
     if len(s):
         top = s.iloc[-1]
         d = math.log2(top.ranks / base)
-        lo, hi = plot_elo(top.elo_low, -1), plot_elo(top.elo_high, 1)
-        thesis = d * THESIS_ELO_PER_DOUBLING
-        inside = lo <= thesis <= hi
+        per = elo_per_doubling(np.log2(s.ranks / base), s.wins + 0.5 * s.draws, s.games)
+        inside = per.low <= THESIS_ELO_PER_DOUBLING <= per.high
         parts.append(
             f"In self-play {int(top.ranks)} ranks win {int(top.wins)} of {int(top.games)}{_drawn(top)} against {base} "
             f"({_fmt(top.elo, top.win_rate - 0.5)} Elo, 95% [{_fmt(top.elo_low, -1)}, {_fmt(top.elo_high)}] over "
-            f"{d:g} doubling(s)); the "
-            f"thesis's average of {THESIS_ELO_PER_DOUBLING:.0f} Elo per doubling ({thesis:.0f}) is "
-            f"{'inside' if inside else 'outside'} that interval, so {'we cannot tell them apart' if inside else 'we differ'}"
-            f" with {int(top.games)} games.")
+            f"{d:g} doubling(s)). Fitted over every self-play game ({int(s.games.sum())} at {len(s)} rank count(s)), "
+            f"that is {per.text('Elo per doubling')}; the thesis's average of {THESIS_ELO_PER_DOUBLING:.0f} Elo per "
+            f"doubling is {'inside' if inside else 'outside'} that interval, so "
+            f"{'we cannot tell them apart' if inside else 'we differ'} with these games.")
         summary["selfplay"] = {str(int(r.ranks)): [int(r.wins), int(r.games)] for r in s.itertuples()}
         summary["selfplay_elo_top"] = None if top.elo is None or not math.isfinite(float(top.elo)) else round(float(top.elo))
+        summary["selfplay_elo_per_doubling"] = _estimate(per)
+    if len(g) >= 2:
+        per_g = elo_per_doubling(np.log2(g.ranks / base), g.wins + 0.5 * g.draws, g.games, anchored=False)
+        parts.append(f"Against {cfg.opponent.split()[0]}, fitted over its {int(g.games.sum())} games at "
+                     f"{len(g)} rank counts: {per_g.text('Elo per doubling')}.")
+        summary["vs_gnugo_elo_per_doubling"] = _estimate(per_g)
     if len(g):
         parts.append("Against " + cfg.opponent.split()[0] + ": " + ", ".join(
             f"{int(r.ranks)} rank(s) win {int(r.wins)} of {int(r.games)}{_drawn(r)} (score {r.win_rate:.2f} "
@@ -235,6 +250,9 @@ def _agreement(cfg: Config, g: pd.DataFrame, s: pd.DataFrame) -> tuple[str, dict
             parts.append(f"So here {ks[-1]} ranks search less per move than {ks[0]} (the messages of their simulations "
                          "cost more than the second core gives on this 2-core machine): the thesis's gain needs "
                          "more simulations per move from more ranks, which this machine cannot show.")
+    times = time_check(pd.concat([g, s]), lambda r: f"{int(r['ranks'])} rank(s) in {r['kind']}", cfg.seconds)
+    if times:
+        parts.append(times)
     parts.append(f"Our real ranks reach {max(cfg.ranks)} (one worker thread each) against the thesis's 64(+16) "
                  "compute nodes of 16 cores, and our engine's simulation rate grows far less than the ranks "
                  "(experiments/results/bench_parallel_scaling-16core.json: 2 treesplit ranks are no faster than 1; the "

@@ -35,14 +35,20 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def scores_differ(p1: float, n1: int, p2: float, n2: int, z: float = Z95) -> bool:
-    """Whether two match scores (shares of points over n1 and n2 games) differ at the level z gives, by the
-    pooled two-proportion z-test. Two 95% intervals that overlap can still differ: the test is the one to ask."""
+def scores_p_value(p1: float, n1: int, p2: float, n2: int) -> float:
+    """Two-sided p-value of the pooled two-proportion z-test that two match scores (shares of points over n1
+    and n2 games) are the same; 1.0 when it cannot tell (no games, or both at 0 or 1)."""
     if n1 <= 0 or n2 <= 0:
-        return False
+        return 1.0
     pooled = (p1 * n1 + p2 * n2) / (n1 + n2)
     se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
-    return se > 0 and abs(p1 - p2) / se > z
+    return math.erfc(abs(p1 - p2) / se / math.sqrt(2)) if se > 0 else 1.0
+
+
+def scores_differ(p1: float, n1: int, p2: float, n2: int, z: float = Z95) -> bool:
+    """Whether two match scores differ at the level z gives, by the pooled two-proportion z-test. Two 95%
+    intervals that overlap can still differ: the test is the one to ask."""
+    return scores_p_value(p1, n1, p2, n2) < math.erfc(z / math.sqrt(2))
 
 
 def elo_diff(p: float) -> float:

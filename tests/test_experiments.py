@@ -17,6 +17,7 @@ def _report_ok(out, name):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["experiment"] == name and summary["quick"] is True
     assert summary["machine"] and summary["date"] and summary["agreement"]
+    assert summary["commit"] and summary["samples"]  # where it was measured, at which commit, on how much
     return summary
 
 
@@ -178,12 +179,16 @@ def test_algorithms_quick(run_cli, tmp_path):
                 "--param", "algos=root,dfuct", "--param", "strength_games=1", "--param", "strength_seconds=0.05",
                 timeout=360)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert (pd.read_csv(tmp_path / "measured.csv").query("algo == 'root'").pps == 12345.0).all()
+    kept_rows = pd.read_csv(tmp_path / "measured.csv")
+    assert (kept_rows.query("algo == 'root'").pps == 12345.0).all()
+    assert kept_rows[["date", "machine", "commit"]].equals(m[["date", "machine", "commit"]])  # their own stamps
     p = pd.read_csv(tmp_path / "predicted.csv")
     assert set(p.algo) == {"root", "dfuct"} and (p[p.algo == "dfuct"].pps > 0).all()
     st = pd.read_csv(tmp_path / "strength.csv")
     assert st.algo.tolist() == ["root", "dfuct"] and (st.games == 1).all() and (st.ranks == 2).all()
     assert ((st.wins + st.losses + st.draws) == 1).all() and (st.our_faults == 0).all()
+    assert (st.budget_seconds == 0.05).all() and (st.opponent_budget_seconds == 0.05).all()
+    assert (st.seconds_per_move > 0).all() and (st.opponent_seconds_per_move > 0).all()  # both sides timed
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert set(summary["results"]["strength_win_rate_vs_sequential"]) == {"root", "dfuct"}
     assert "strength against the sequential search" in (tmp_path / "report.html").read_text()
@@ -237,3 +242,19 @@ def test_sim_validation_quick_keeps_a_history(run_cli, tmp_path):
     assert (v.sims_per_s_measured > 0).all() and (v.sims_per_s_predicted > 0).all()
     s = _report_ok(tmp_path, "sim-validation")
     assert s["results"]["runs_in_history"] == 2
+
+
+def test_index_is_generated_from_the_kept_runs_stamps():
+    """experiments/README.md's index: every kept run with its samples, machine, date and commit, as
+    `python -m experiments.index` writes them (the committed README is that output)."""
+    from experiments.index import BEGIN, END, README, index_table
+    from model.results import REFERENCE_DIR
+
+    table = index_table()
+    text = README.read_text()
+    assert text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip() == table
+    for name in registry.EXPERIMENTS:
+        s = json.loads((REFERENCE_DIR / name / "summary.json").read_text())
+        line = next(x for x in table.splitlines() if x.startswith(f"| `{name}` |"))
+        assert s["samples"] in line and s["machine"] in line and s["date"][:10] in line
+        assert (f"`{s['commit']}`" in line) if s.get("commit") else ("tables committed in `" in line)

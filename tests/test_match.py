@@ -229,3 +229,75 @@ def test_run_match_with_an_in_process_opponent_reuses_it(tmp_path):
     game = sgf.Sgf_game.from_bytes((tmp_path / rows[0]["sgf"]).read_bytes())
     assert {game.get_root().get("PB"), game.get_root().get("PW")} == {"random3", "random7"}
     assert not (tmp_path / "opponent.stderr.log").exists()  # no process was started
+
+
+def _timed_game(index, our_color, ours, theirs):
+    """A finished game whose sides took `ours` / `theirs` seconds a move (lists), from the referee's view."""
+    from engine.match import GameResult
+
+    r = GameResult(index=index, our_color=our_color, winner=BLACK, reason="score", moves=len(ours) + len(theirs))
+    mine = BLACK if our_color == "black" else WHITE
+    for color, times in ((mine, ours), (1 - mine, theirs)):
+        side = "black" if color == BLACK else "white"
+        setattr(r, f"time_{side}", sum(times))
+        setattr(r, f"genmoves_{side}", len(times))
+        setattr(r, f"max_{side}", max(times))
+    return r
+
+
+def test_a_side_over_its_time_budget_is_flagged():
+    from engine.match import csv_row, summarize
+    from engine.move_times import flag_text, over_budget
+
+    assert over_budget(0.275, 0.25) and not over_budget(0.2575, 0.25)  # +10% is flagged, +3% is not
+    assert not over_budget(0.5, None) and not over_budget(None, 0.25)  # no budget known: nothing to check
+    cfg = MatchConfig(opponent="x", games=2, budget=0.25, opponent_budget=0.25)
+    # we overshoot by 10% on average (one long move), the opponent by 3%
+    results = [_timed_game(0, "black", [0.25, 0.25, 0.325], [0.2575] * 3),
+               _timed_game(1, "white", [0.275] * 3, [0.25, 0.265, 0.2575])]
+    s = summarize(cfg, results)
+    ours, theirs = s["time"]["ours"], s["time"]["opponent"]
+    assert ours["moves"] == 6 and ours["mean_s"] == pytest.approx(0.275) and ours["max_s"] == 0.325
+    assert ours["budget_s"] == 0.25 and ours["over_budget"]
+    assert theirs["mean_s"] == pytest.approx(0.2575) and not theirs["over_budget"]
+    assert s["our_seconds_per_move"] == pytest.approx(0.275)
+    assert "+10%" in flag_text("We", ours["mean_s"], 0.25) and flag_text("They", theirs["mean_s"], 0.25) == ""
+    row = csv_row(results[1])  # per game, from our side's view whatever our colour
+    assert (row["our_moves"], row["our_mean_s"], row["opponent_max_s"]) == (3, 0.275, 0.265)
+    # the experiments' tables and words say the same
+    import pandas as pd
+
+    from experiments.games import _row, time_check
+
+    r = _row(s["stats"], 0, 0, 30.0, s["time"], 10.0)
+    assert r["over_budget"] and not r["opponent_over_budget"] and r["opponent_seconds_per_move"] == pytest.approx(0.2575)
+    words = time_check(pd.DataFrame([{**r, "algo": "root"}]), lambda x: x["algo"])
+    assert "root: our side 0.275 s" in words and "opponent" not in words.split("root:")[1]
+    ok = time_check(pd.DataFrame([{**r, "seconds_per_move": 0.255}]), str)
+    assert "kept within 5%" in ok
+    # an older table with our time only says the opponent's was not recorded
+    assert "not recorded" in time_check(pd.DataFrame([{"seconds_per_move": 0.3}]), str, budget=0.25)
+
+
+def test_a_real_short_match_records_both_sides_times_per_move(tmp_path):
+    """Two in-process sequential players at 0.05 s a move: each side's wall time per move is recorded, per game
+    and over the match, and with the measured overhead subtracted it lands near the budget."""
+    import functools
+
+    from engine.player import PlayerConfig
+    from experiments.games import endpoint
+
+    budget = 0.05
+    cfg = MatchConfig(opponent="sequential (in-process)", games=2, board=9, komi=7.0, max_moves=16, budget=budget,
+                      opponent_budget=budget)
+    us = functools.partial(endpoint, PlayerConfig(seconds=budget, seed=1, tt_mb=16), 9, 7.0, "us")
+    them = functools.partial(endpoint, PlayerConfig(seconds=budget, seed=2, tt_mb=16), 9, 7.0, "them")
+    s = run_match(cfg, us, tmp_path, progress=False, make_opponent=them)
+    for side in ("ours", "opponent"):
+        t = s["time"][side]
+        assert t["moves"] == 16 and t["budget_s"] == budget
+        assert 0.6 * budget < t["mean_s"] <= t["max_s"], t
+        assert t["mean_s"] < 1.3 * budget, t  # overhead subtracted (a loaded machine may still push a side over 5%)
+    rows = list(csv.DictReader(open(tmp_path / "games.csv")))
+    assert [int(r["our_moves"]) for r in rows] == [8, 8] and all(float(r["opponent_mean_s"]) > 0 for r in rows)
+    assert json.loads((tmp_path / "summary.json").read_text())["time"]["ours"]["moves"] == 16

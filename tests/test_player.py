@@ -57,3 +57,63 @@ def test_config_from_flags_and_errors():
         Player(PlayerConfig(algo="nosuch"))
     with pytest.raises(UserError, match="no_such"):
         from_dict(PlayerConfig, {"no_such": 1})
+
+
+class _Overshooting:
+    """A searcher stand-in that takes `extra` seconds beyond the time it is given (a search that stops late),
+    and records what it was given."""
+
+    keeps_root_visits = True
+
+    def __init__(self, inner, extra):
+        self.inner, self.extra, self.given = inner, extra, []
+
+    def search(self, pos, budget, plan=None):
+        import time
+
+        self.given.append(budget.seconds)
+        t0 = time.perf_counter()
+        r = self.inner.search(pos, type(budget)(sims=50), plan)
+        time.sleep(max(0.0, budget.seconds + self.extra - (time.perf_counter() - t0)))
+        return r
+
+    def reset(self):
+        self.inner.reset()
+
+    def close(self):
+        self.inner.close()
+
+
+def test_a_fixed_time_per_move_subtracts_the_measured_overhead():
+    import time
+
+    from engine.timecontrol import OverheadEstimate
+
+    est = OverheadEstimate(window=4)
+    est.note(0.1, 1.5)  # the first move pays for start-up: not counted
+    assert est.value == 0.0 and est.search_seconds(0.1) == 0.1
+    for elapsed in (0.13, 0.12, 0.14, 0.13, 0.90):  # median of the last 4: robust to one slow move
+        est.note(0.1, elapsed)
+    assert est.value == pytest.approx(0.035) and est.search_seconds(0.1) == pytest.approx(0.065)
+    assert est.search_seconds(0.01) == pytest.approx(0.0025)  # never below a quarter of the budget
+
+    budget, extra = 0.12, 0.04
+    p = Player(PlayerConfig(seconds=budget, seed=1, tt_mb=16))
+    p.searcher = _Overshooting(p.searcher, extra)
+    p.new_game(9, 7.0)
+    game, took = GoGame(9, 7.0), []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        a = p.genmove(game, game.to_move)
+        took.append(time.perf_counter() - t0)
+        game.play(a, game.to_move)
+    assert p.searcher.given[0] == budget and p.searcher.given[1] == budget  # nothing measured yet
+    assert all(g == pytest.approx(budget - extra, abs=0.012) for g in p.searcher.given[3:])
+    # the moves now take the budget (they took budget + extra before)
+    assert took[1] > budget + 0.8 * extra and abs(sum(took[3:]) / 4 - budget) < 0.3 * extra
+    # switched off, the player searches the whole budget
+    q = Player(PlayerConfig(seconds=budget, seed=1, tt_mb=16, subtract_overhead=False))
+    q.searcher = _Overshooting(q.searcher, extra)
+    for _ in range(3):
+        q.genmove(game, game.to_move)
+    assert q.searcher.given == [budget] * 3

@@ -18,7 +18,11 @@ OUT is results/match-DATE unless --out says otherwise.
 examples:
   treesplit match --games 20 --sims 5000                          # against GNU Go level 10 on 9x9
   treesplit match --algo tree --threads 2 --seconds 0.5 --games 10 --jobs 2 --out results/match-tree
-  treesplit match --opponent "treesplit gtp --algo sequential --seconds 0.5" --algo root --ranks 2 --seconds 0.5
+  treesplit match --opponent "treesplit gtp --algo sequential --seconds 0.5" --opponent-seconds 0.5 \
+      --algo root --ranks 2 --seconds 0.5
+
+Each side's wall time per move (genmove sent to reply) is kept per game and in the summary (mean, max,
+budget); a side more than 5% over its budget on average is flagged.
 """
 
 
@@ -38,6 +42,8 @@ def register(sub) -> None:
     p.add_argument("--no-cleanup", action="store_true",
                    help="score at the first two passes even if the opponent's count names the other winner")
     p.add_argument("--first-color", choices=("black", "white"), default="black", help="our colour in game 1")
+    p.add_argument("--opponent-seconds", type=float, default=0.0, metavar="S",
+                   help="the opponent's seconds per move, for the time check only (default: not known)")
     p.add_argument("--jobs", type=int, default=1, help="games played at once, in worker processes (default 1)")
     p.add_argument("--out", default=None, metavar="DIR", help="directory for SGFs and tables (default "
                                                              "results/match-DATE)")
@@ -53,6 +59,14 @@ def _local_engine(config, size: int, komi: float):
     return GtpLocal(make_gtp_engine(config, size=size, komi=komi), name="treesplit")
 
 
+def time_line(who: str, t: dict) -> str:
+    """'ours 0.26 s (max 0.31 s, budget 0.25 s)' from one side's entry of the summary's "time"."""
+    if not t["moves"]:
+        return f"{who}: no moves"
+    budget = f", budget {t['budget_s']:g} s" if t["budget_s"] else ""
+    return f"{who} {t['mean_s']:.3f} s (max {t['max_s']:.3f} s{budget})"
+
+
 def run(args: argparse.Namespace) -> int:
     import dataclasses
     import json
@@ -60,14 +74,16 @@ def run(args: argparse.Namespace) -> int:
 
     from engine.commands.gtp import player_config
     from engine.match import MatchConfig, run_match
+    from engine.move_times import flag_text
     from model.config import from_dict
     from model.results import USER_DIR
 
+    player = player_config(args)
     cfg = from_dict(MatchConfig, {
         "opponent": args.opponent, "games": args.games, "board": args.board, "komi": args.komi,
         "max_moves": args.max_moves, "move_timeout": args.move_timeout, "cleanup": not args.no_cleanup,
-        "jobs": args.jobs, "first_color": args.first_color}, where="match: ")
-    player = player_config(args)
+        "jobs": args.jobs, "first_color": args.first_color, "budget": player.seconds or 0.0,
+        "opponent_budget": args.opponent_seconds}, where="match: ")
     from engine.gtp_client import resolve_command
 
     resolve_command(cfg.opponent)  # fail now, with one clear message, if the opponent is not installed
@@ -84,9 +100,14 @@ def run(args: argparse.Namespace) -> int:
           f"{st['draws']} drawn; win rate {st['win_rate']:.3f} [95% CI {st['ci_low']:.3f}, {st['ci_high']:.3f}]; "
           f"Elo {elo(st['elo'], sign)} [{elo(st['elo_low'], '-inf')}, {elo(st['elo_high'], '+inf')}]")
     print(f"mean game {summary['mean_game_seconds']:.1f} s, {summary['mean_moves']:.0f} moves; "
-          f"our time per move {summary['our_seconds_per_move'] or 0:.2f} s; "
           f"clean-ups {summary['cleanups']}, score checks {summary['scores_checked']}, "
           f"winner disagreements {summary['winner_disagreements']}")
+    print("time per move: " + "; ".join(time_line(who, summary["time"][key])
+                                        for who, key in (("ours", "ours"), ("opponent's", "opponent"))))
+    for who, key in (("We", "ours"), ("The opponent", "opponent")):
+        t = summary["time"][key]
+        if t["over_budget"]:
+            print("warning: " + flag_text(who, t["mean_s"], t["budget_s"]))
     for key in ("our_faults", "opponent_faults", "score_disagreements"):
         if summary[key]:
             print(f"{key.replace('_', ' ')}: " + json.dumps(summary[key]))
