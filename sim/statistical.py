@@ -108,7 +108,8 @@ class StatWorld:
 
     def __init__(self, algo: str, profile: Profile, cluster: Cluster, layout, workload: Workload, params,
                  seed: int = 0, trace_writer=None, sample_rate: float = 1.0, sample_interval: float = 0.01,
-                 bin_width: float = 10e-6, worker_bin_width: float = 100e-6, bundle: int = 1):
+                 bin_width: float = 10e-6, worker_bin_width: float = 100e-6, bundle: int = 1,
+                 actions: int = 0, rave: bool = False):
         from model.rng import new_rng
 
         if algo not in ALGOS:
@@ -197,7 +198,11 @@ class StatWorld:
         I[K.I_HOT_STEPS], I[K.I_HOT_W] = len(workload.hot_steps), self._dims["hw"]
         U[0] = new_rng(seed)[0]
 
-        v["mb"][:] = [profile.message_bytes(k) for k in K.MSG_KINDS]
+        # message records as model/roles/messages.py lays them out: the step records, AMAF map and statistics
+        # rows they carry; the game's actions size the AMAF map and a synced node's rows
+        I[K.I_AMAF], I[K.I_RAVE] = (actions, 1) if rave else (0, 0)
+        I[K.I_ROWS] = max(1, round(workload.sync_rows * (actions + 1)))
+        F[K.C_TOP], F[K.C_TAIL] = workload.top_steps, workload.tail_steps
         v["pf"][:, PF_H] = v["pf"][:, PF_CAP] = bin_width
         v["pf"][R:2 * R, PF_H] = worker_bin_width
         v["pf"][R:2 * R, PF_CAP] = max(W, 1) * worker_bin_width
@@ -237,7 +242,7 @@ class StatWorld:
         d = self._dims
         P, R, rows, heap, nd = d["P"], d["R"], d["rows"], d["heap"], K.N_DISTS
         return {"pf": (P, N_PF), "rf": (R, K.N_RF), "slot": (R, d["Wm"]), "dp": (nd, 2), "dq": (nd, d["Q"]),
-                "dpr": (nd, d["Q"]), "ht": (heap,), "tpf": (rows, 2), "tmf": (rows, 2), "mb": (len(K.MSG_KINDS),),
+                "dpr": (nd, d["Q"]), "ht": (heap,), "tpf": (rows, 2), "tmf": (rows, 2),
                 "pi": (P, N_PI), "ri": (R, K.N_RI), "node": (R,), "part": (d["M"],), "clp": (d["B"] + 1,),
                 "cll": (d["cl"],), "blast": (d["Bx"],), "hs": (heap,), "hk": (heap,), "ha": (heap,), "dk": (nd,),
                 "dn": (nd,), "tpi": (rows, 4), "tmi": (rows, 5), "hp": (d["hk"], d["hw"]), "hr": (d["hk"], d["hw"]),
