@@ -26,6 +26,11 @@ broadcast origin/dimension, and at each window's end book one `bcast` package an
 peers (model/topology.py) and one SYNC per client; a search rank takes the rows in (IO intake) and applies
 them in a `sync` package.
 
+A message costs the bytes of its record (model/roles/messages.py's record_size): a MOVE the step records
+its simulation holds by then (workload.top_steps, one more per hop), an UPDATE or PLAYOUT_FWD the whole path
+(top + hops + workload.tail_steps) and, under RAVE, the game's AMAF map, a SYNC, BCAST or MERGE the rows of
+its shared nodes (workload.sync_rows per node and child of the game).
+
 At large scale, `bundle` G > 1 makes each modelled simulation stand for G that take the same path side by
 side (G packages at once on a rank's workers, G messages on a link): G times fewer simulations to model,
 at the price of burstier load. Counts and rates are those of all G.
