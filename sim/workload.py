@@ -145,7 +145,8 @@ def fit_workload(trace) -> Workload:
         raise TraceError(f"{trace.path}: no playout packages with a simulation id")
     n_sims = len(sims)
     base = default_workload(algo) if algo in DEFAULTS else DEFAULTS["treesplit"]
-    if not ms.empty:  # a tds simulation's hop to the root's owner carries no step records: not a remote step
+    unshared = algo == "tds" or (meta.get("params") or {}).get("share_root") is False
+    if unshared and not ms.empty:  # a hop to the root's owner carries no step records: not a remote step
         ms = ms[~(ms["kind"].eq("MOVE") & (ms["bytes"] <= HEAD))]
     if M > 1 and not ms.empty:
         remote = _fit_remote_steps(pk, ms, sims, M)
