@@ -19,7 +19,8 @@ A profile is a TOML file with these tables (sim/profiles/oculus.toml is a commen
                 only every idle_nap seconds; 0 = it notices input at once)
     [costs]     one service-time distribution per work-package kind (select, expand, playout, update,
                 sync, bcast), see sim/distributions.py
-    [messages]  default size in bytes per message kind (roles may give exact sizes)
+    [messages]  size in bytes per message kind, for reading (a calibration records the trace's medians);
+                neither fidelity charges them: messages cost their records' sizes (model/roles/messages.py)
     [workload.<algo>]  optional: what one simulation does, for the statistical fidelity (sim/workload.py)
     [sources]   optional: where each value comes from, by dotted name or table ("io.poll_per_peer", "costs",
                 "default" for the rest): "thesis", "measured" or "assumed", or a table
@@ -150,9 +151,6 @@ class Profile:
             if hit is not None:
                 return hit
         return self.sources.get("default", ValueSource("unknown"))
-
-    def message_bytes(self, kind: str) -> int:
-        return self.messages.get(kind, self.messages.get("CONTROL", 64))
 
     def sim_seconds(self) -> float:
         """Mean cost of one sequential simulation: a select, a playout and an update package."""

@@ -174,10 +174,12 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
     # the worlds charge what the workers pay (sharing a tree); the trace's meta keeps the profile as given
     charged = prof.contended()
     if cfg.fidelity == "statistical":
+        from model.game import n_actions
         from sim.statistical import StatWorld
 
         world = StatWorld(cfg.algo, charged, cluster, layout, workload, own, seed=cfg.seed, trace_writer=writer,
-                          sample_rate=cfg.sample_rate, sample_interval=cfg.sample_interval, bundle=cfg.bundle)
+                          sample_rate=cfg.sample_rate, sample_interval=cfg.sample_interval, bundle=cfg.bundle,
+                          actions=int(n_actions(spec.make()[0])), rave=uct.rave)
     else:
         topo = None
         if B:

@@ -26,6 +26,11 @@ broadcast origin/dimension, and at each window's end book one `bcast` package an
 peers (model/topology.py) and one SYNC per client; a search rank takes the rows in (IO intake) and applies
 them in a `sync` package.
 
+A message costs the bytes of its record (model/roles/messages.py's record_size): a MOVE the step records
+its simulation holds by then (workload.top_steps, one more per hop), an UPDATE or PLAYOUT_FWD the whole path
+(top + hops + workload.tail_steps) and, under RAVE, the game's AMAF map, a SYNC, BCAST or MERGE the rows of
+its shared nodes (workload.sync_rows per node and child of the game).
+
 At large scale, `bundle` G > 1 makes each modelled simulation stand for G that take the same path side by
 side (G packages at once on a rank's workers, G messages on a link): G times fewer simulations to model,
 at the price of burstier load. Counts and rates are those of all G.
@@ -108,7 +113,8 @@ class StatWorld:
 
     def __init__(self, algo: str, profile: Profile, cluster: Cluster, layout, workload: Workload, params,
                  seed: int = 0, trace_writer=None, sample_rate: float = 1.0, sample_interval: float = 0.01,
-                 bin_width: float = 10e-6, worker_bin_width: float = 100e-6, bundle: int = 1):
+                 bin_width: float = 10e-6, worker_bin_width: float = 100e-6, bundle: int = 1,
+                 actions: int = 0, rave: bool = False):
         from model.rng import new_rng
 
         if algo not in ALGOS:
@@ -197,7 +203,11 @@ class StatWorld:
         I[K.I_HOT_STEPS], I[K.I_HOT_W] = len(workload.hot_steps), self._dims["hw"]
         U[0] = new_rng(seed)[0]
 
-        v["mb"][:] = [profile.message_bytes(k) for k in K.MSG_KINDS]
+        # message records as model/roles/messages.py lays them out: the step records, AMAF map and statistics
+        # rows they carry; the game's actions size the AMAF map and a synced node's rows
+        I[K.I_AMAF], I[K.I_RAVE] = (actions, 1) if rave else (0, 0)
+        I[K.I_ROWS] = max(1, round(workload.sync_rows * (actions + 1)))
+        F[K.C_TOP], F[K.C_TAIL] = workload.top_steps, workload.tail_steps
         v["pf"][:, PF_H] = v["pf"][:, PF_CAP] = bin_width
         v["pf"][R:2 * R, PF_H] = worker_bin_width
         v["pf"][R:2 * R, PF_CAP] = max(W, 1) * worker_bin_width
@@ -237,7 +247,7 @@ class StatWorld:
         d = self._dims
         P, R, rows, heap, nd = d["P"], d["R"], d["rows"], d["heap"], K.N_DISTS
         return {"pf": (P, N_PF), "rf": (R, K.N_RF), "slot": (R, d["Wm"]), "dp": (nd, 2), "dq": (nd, d["Q"]),
-                "dpr": (nd, d["Q"]), "ht": (heap,), "tpf": (rows, 2), "tmf": (rows, 2), "mb": (len(K.MSG_KINDS),),
+                "dpr": (nd, d["Q"]), "ht": (heap,), "tpf": (rows, 2), "tmf": (rows, 2),
                 "pi": (P, N_PI), "ri": (R, K.N_RI), "node": (R,), "part": (d["M"],), "clp": (d["B"] + 1,),
                 "cll": (d["cl"],), "blast": (d["Bx"],), "hs": (heap,), "hk": (heap,), "ha": (heap,), "dk": (nd,),
                 "dn": (nd,), "tpi": (rows, 4), "tmi": (rows, 5), "hp": (d["hk"], d["hw"]), "hr": (d["hk"], d["hw"]),

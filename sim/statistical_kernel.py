@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit, uint64
 
 from model.rng import next_u64
+from model.roles.messages import record_size
 from sim import timeline as T
 from sim.timeline import N_PF, N_PI, PF_BOOKED
 
@@ -45,18 +46,18 @@ ST_DONE, ST_TRACE = range(2)
 
 # I: header of block offsets and sizes
 (H_PF, H_RF, H_SLOT, H_DP, H_DQ, H_DPR, H_HT, H_TPF, H_TMF,
- H_MB, H_PI, H_RI, H_NODE, H_PART, H_CLP, H_CLL, H_BLAST, H_HS, H_HK, H_HA, H_DK, H_DN, H_TPI, H_TMI,
- H_NW, H_BX, H_Q, H_HEAP, H_ROWS, H_WM, H_HP, H_HR, H_HN, H_RS, H_RD) = range(35)
-NH = 35
+ H_PI, H_RI, H_NODE, H_PART, H_CLP, H_CLL, H_BLAST, H_HS, H_HK, H_HA, H_DK, H_DN, H_TPI, H_TMI,
+ H_NW, H_BX, H_Q, H_HEAP, H_ROWS, H_WM, H_HP, H_HR, H_HN, H_RS, H_RD) = range(34)
+NH = 34
 # I: integer settings, then globals
 (I_ALGO, I_M, I_B, I_W, I_G, I_VIA_IO, I_FORWARD, I_MERGE_EVERY, I_MERGE_DEPTH, I_DUP, I_TRACE,
- I_TRACE_ALL, I_R, I_NODES, I_GROUPS, I_HOT_STEPS, I_HOT_W) = range(NH, NH + 17)
-(G_HN, G_SEQ, G_NEXT_SIM, G_EVENTS, G_TCOUNT, G_PKN, G_MSGN) = range(NH + 17, NH + 24)
-N_IHEAD = NH + 24
+ I_TRACE_ALL, I_R, I_NODES, I_GROUPS, I_HOT_STEPS, I_HOT_W, I_AMAF, I_RAVE, I_ROWS) = range(NH, NH + 20)
+(G_HN, G_SEQ, G_NEXT_SIM, G_EVENTS, G_TCOUNT, G_PKN, G_MSGN) = range(NH + 20, NH + 27)
+N_IHEAD = NH + 27
 # F: float settings, then the clock
 (C_O, C_PM, C_PB, C_SPB, C_L, C_GAP, C_GPB, C_EAGER, C_SHML, C_SHMG, C_NAP, C_OPM, C_PERPKG, C_FHELD, C_DELAY,
- C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_NOW) = range(20)
-N_FHEAD = 20
+ C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_TOP, C_TAIL, C_NOW) = range(22)
+N_FHEAD = 22
 N_UHEAD = 1  # U: the random generator's state (model/rng.py: U[0])
 # rf columns (per-rank floats)
 (RF_LOOP, RF_ITER, RF_LAM, RF_IDLE, RF_POLL, RF_ITERS, RF_MARK_WORK, RF_SYNC_ACC, RF_MOVES_IN, RF_MARK_MOVES,
@@ -73,7 +74,7 @@ N_RI = RI_PKG0 + len(PKG_KINDS)
 BLOCKS = {
     "pf": ("F", H_PF), "rf": ("F", H_RF), "slot": ("F", H_SLOT), "dp": ("F", H_DP), "dq": ("F", H_DQ),
     "dpr": ("F", H_DPR), "ht": ("F", H_HT), "tpf": ("F", H_TPF), "tmf": ("F", H_TMF),
-    "mb": ("I", H_MB), "pi": ("I", H_PI), "ri": ("I", H_RI), "node": ("I", H_NODE), "part": ("I", H_PART),
+    "pi": ("I", H_PI), "ri": ("I", H_RI), "node": ("I", H_NODE), "part": ("I", H_PART),
     "clp": ("I", H_CLP), "cll": ("I", H_CLL), "blast": ("I", H_BLAST), "hs": ("I", H_HS), "hk": ("I", H_HK),
     "ha": ("I", H_HA), "dk": ("I", H_DK), "dn": ("I", H_DN), "tpi": ("I", H_TPI), "tmi": ("I", H_TMI),
     "hp": ("F", H_HP), "hr": ("I", H_HR), "hn": ("I", H_HN),  # hot steps: cumulative shares, ranks, counts
@@ -335,6 +336,34 @@ def _msg(F, I, U, UL, NL, r, t, dst, kind, nbytes, sim_id, stats, count):
     return _io(F, I, U, UL, NL, dst, t_arr, base + nbytes * (pb + (F[C_SPB] if stats else 0.0)))
 
 
+# --- message sizes: model/roles/messages.py's records, with the counts the workload gives -------------------
+@njit(cache=True, nogil=True, inline="always")
+def _count(U, x):
+    """A whole number with mean x >= 0: floor(x), plus one with the probability of its fraction."""
+    n = int(x)
+    if n == x:  # no draw: a whole mean leaves the random stream as it is
+        return n
+    return n + (1 if _rand(U) < x - n else 0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _steps_bytes(n):
+    """A MOVE, PLAYOUT_FWD or JOB record carrying a simulation's n step records."""
+    return record_size(n, False, 0, 0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _result_bytes(I, n):
+    """An UPDATE (n step records) or RESULT (none) record, with the playout's AMAF map under RAVE."""
+    return record_size(n, False, 0, I[I_AMAF])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rows_bytes(I, nodes):
+    """A SYNC, BCAST or MERGE record about `nodes` shared nodes (workload.sync_rows rows each)."""
+    return record_size(0, False, nodes * I[I_ROWS], 0)
+
+
 # --- simulations -------------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
 def _step_rank(F, I, U, step, Mg):
@@ -357,7 +386,6 @@ def _step_rank(F, I, U, step, Mg):
 def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
     M = I[I_M]
     G = I[I_G]
-    mb = I[H_MB]
     cur = 0 if I[I_ALGO] == A_TDS else origin
     Mg = M // I[I_GROUPS]  # hybrid: a simulation stays in its origin's group of Mg ranks
     g0 = origin - origin % Mg
@@ -396,16 +424,20 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
             plan[j + 1] = plan[j]
             j -= 1
         plan[j + 1] = x
+    # step records: the k-th hop carries the top's (the duplicated nodes walked at the origin; tds: the root's,
+    # selected at its owner) and one more per hop before it; the path ends with workload.tail_steps more
+    top = _count(U, F[C_TOP])
+    path = top + n_plan - 1 + _count(U, F[C_TAIL])
     r = origin
-    if plan[0] != origin:
-        t = _msg(F, I, U, UL, NL, origin, t, plan[0], M_MOVE, I[mb + M_MOVE], sid, False, 1)
+    if plan[0] != origin:  # tds: to the root's owner, before anything is selected
+        t = _msg(F, I, U, UL, NL, origin, t, plan[0], M_MOVE, _steps_bytes(0), sid, False, 1)
         r = plan[0]
     last = n_plan - 1
     t_here = t
     for k in range(n_plan):
         rid = plan[k]
         if k:
-            t = _msg(F, I, U, UL, NL, r, t, rid, M_MOVE, I[mb + M_MOVE], sid, False, 1)
+            t = _msg(F, I, U, UL, NL, r, t, rid, M_MOVE, _steps_bytes(top + k - 1), sid, False, 1)
             r = rid
         t_here = t
         t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
@@ -420,17 +452,20 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
         dst = g0 + int(_rand(U) * (Mg - 1))
         if dst >= r:
             dst += 1
-        t = _msg(F, I, U, UL, NL, r, t, dst, M_FWD, I[mb + M_FWD], sid, False, 1)
+        t = _msg(F, I, U, UL, NL, r, t, dst, M_FWD, _steps_bytes(path), sid, False, 1)
         r = dst
     t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
     I[I[H_RI] + r * N_RI + RI_PLAYOUTS] += G
     t_done = t
+    # an UPDATE carries the whole path under RAVE (the receiver adds the playout's AMAF to its children) or
+    # when one rank selected all of it, else the records of the ranks it goes to: about an equal share each
+    mine = path if (I[I_RAVE] or n_steps == 1) else max(1, path // n_steps)
     for i in range(n_steps):
         d = plan[s0 + i]
         if d == r:
             end = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_UPDATE), P_UPDATE, sid)
         else:
-            t_in = _msg(F, I, U, UL, NL, r, t, d, M_UPDATE, I[mb + M_UPDATE], sid, False, 1)
+            t_in = _msg(F, I, U, UL, NL, r, t, d, M_UPDATE, _result_bytes(I, mine), sid, False, 1)
             end = _work(F, I, U, UL, NL, d, t_in, _draw(F, I, U, P_UPDATE), P_UPDATE, sid)
         if d == origin:
             t_done = end
@@ -451,7 +486,6 @@ def _root_sim(F, I, U, UL, NL, r, t, sid):
 @njit(cache=True, nogil=True)
 def _leaf_sim(F, I, U, UL, NL, master, t, sid):
     M, G = I[I_M], I[I_G]
-    mb = I[H_MB]
     t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
     if _rand(U) < F[C_EXPANDS]:
         t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_EXPAND), P_EXPAND, sid)
@@ -462,10 +496,10 @@ def _leaf_sim(F, I, U, UL, NL, master, t, sid):
         o = I[H_RI] + master * N_RI + RI_RR
         I[o] = I[o] % (M - 1) + 1
         wr = I[o]
-        t = _msg(F, I, U, UL, NL, master, t, wr, M_JOB, I[mb + M_JOB], sid, False, 1)
+        t = _msg(F, I, U, UL, NL, master, t, wr, M_JOB, _steps_bytes(_count(U, F[C_TOP])), sid, False, 1)
         t = _work(F, I, U, UL, NL, wr, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
         I[I[H_RI] + wr * N_RI + RI_PLAYOUTS] += G
-        t = _msg(F, I, U, UL, NL, wr, t, 0, M_RESULT, I[mb + M_RESULT], sid, False, 1)
+        t = _msg(F, I, U, UL, NL, wr, t, 0, M_RESULT, _result_bytes(I, 0), sid, False, 1)
     t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_UPDATE), P_UPDATE, sid)
     push(F, I, t, EV_DONE, master)
 
@@ -514,7 +548,7 @@ def _done(F, I, U, UL, NL, WU, WI, r):
         M = I[I_M]
         Mg = M // I[I_GROUPS]
         if I[I_GROUPS] > 1 and I[ri + RI_DONE_LOCAL] // me > before // me:
-            nb = I[I[H_MB] + M_MERGE] * I[I_MERGE_DEPTH]
+            nb = _rows_bytes(I, I[I_MERGE_DEPTH])
             for d in range(M):
                 if d // Mg != r // Mg:
                     t_in = _msg(F, I, U, UL, NL, r, t, d, M_MERGE, nb, -1, True, 1)
@@ -604,7 +638,7 @@ def _send_syncs(F, I, U, UL, NL, WU, WI, r, t, k):
     """k shared nodes reached their sync threshold: a sync package, then one SYNC with their rows."""
     M, B = I[I_M], I[I_B]
     end = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_SYNC), P_SYNC, -1)
-    nb = I[I[H_MB] + M_SYNC] * k
+    nb = _rows_bytes(I, k)
     if B:
         bits = np.zeros(I[H_NW], np.uint64)
         for _ in range(k):
@@ -662,7 +696,6 @@ def _flush(F, I, U, UL, NL, WU, WI, rid):
             for j in range(lo, hi):
                 it_dst[n], it_o[n], it_size[n] = gb + I[rd + j], o, size
                 n += 1
-    per_node = I[I[H_MB] + M_BCAST]
     done = np.zeros(n_items, np.bool_)
     for i in range(n_items):
         if done[i]:
@@ -672,7 +705,7 @@ def _flush(F, I, U, UL, NL, WU, WI, rid):
         count = 0
         for j in range(i, n_items):
             if it_dst[j] == dst:
-                nb += per_node * it_size[j]
+                nb += _rows_bytes(I, it_size[j])
                 count += 1
         t_in = _msg(F, I, U, UL, NL, rid, end, M + dst, M_BCAST, nb, -1, True, count)
         for j in range(i, n_items):
@@ -682,7 +715,7 @@ def _flush(F, I, U, UL, NL, WU, WI, rid):
                 _register(F, I, U, UL, NL, WU, WI, dst, t_in, row[o:o + nw], it_size[j], it_o[j])
     nd = _popcount(row, 0, nw)
     if nd:
-        nb = I[I[H_MB] + M_SYNC] * nd
+        nb = _rows_bytes(I, nd)
         for j in range(I[I[H_CLP] + b], I[I[H_CLP] + b + 1]):
             c = I[I[H_CLL] + j]
             t_in = _msg(F, I, U, UL, NL, rid, end, c, M_SYNC, nb, -1, True, 1)

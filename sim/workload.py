@@ -11,6 +11,14 @@ fidelity draws them instead, from a Workload fitted to a trace (an engine trace 
     syncs_per_sim   SYNC messages a search rank sends per simulation it completes (treesplit, root)
     nodes_per_sim   tree nodes created per simulation (NPS)
     dup_nodes       how many shared nodes synchronisation messages are about (merging at broadcast ranks)
+    top_steps       step records a simulation carries on its first hop (the duplicated nodes it walked at
+                    its origin; tds: the root, selected at its owner; leaf: the master's path in a JOB);
+                    each later hop carries one more (the node selected where it was)
+    tail_steps      step records its path holds beyond top_steps and one per hop (the leaf's, and steps
+                    that stayed on a rank): an UPDATE carries top + hops + tail under RAVE
+    sync_rows       statistics rows per SYNC or MERGE record, per shared node's worth of rows (a node row and
+                    one per child: the game's max_children + 1). Under RAVE nearly every child of a synced
+                    node has AMAF increments, so a record's rows follow the board
     hot_steps       per remote step k (k = 0, 1, ..): the shares of the simulations that step to each of
                     that step's hottest nodes. The first steps below the duplicated top of the tree are at
                     few nodes (UCT sends most simulations to the best children), each on one rank; those
@@ -18,6 +26,9 @@ fidelity draws them instead, from a Workload fitted to a trace (an engine trace 
                     them as ranks are added. Each hot node's rank is drawn by hash (per run seed); the rest
                     of the step is uniform. From a trace: the k-th MOVE's destination shares above 2/M.
                     Empty: every step uniform (a developed tree, its hot nodes duplicated).
+
+Message sizes are not a workload's: the statistical fidelity charges each message the size of its record
+(model/roles/messages.py) with the counts above and the game's AMAF map.
 
 The defaults are a 19x19 game near move 10 (Schaefers 2014, 4.3.2); they are a starting point, not a measurement.
 """
@@ -33,6 +44,7 @@ import numpy as np
 
 from model.config import check
 from model.errors import ConfigError, TraceError
+from model.roles.messages import HEAD, STAT, STEP
 from sim.distributions import Distribution, fit_distribution, parse_distribution
 
 
@@ -44,10 +56,13 @@ class Workload:
     nodes_per_sim: float = 1.0
     dup_nodes: int = 64
     hot_steps: tuple[tuple[float, ...], ...] = ()
+    top_steps: float = 1.0
+    tail_steps: float = 1.0
+    sync_rows: float = 1.0
     source: str = "defaults"
 
     def validate(self) -> None:
-        for f in ("expands_per_sim", "syncs_per_sim", "nodes_per_sim"):
+        for f in ("expands_per_sim", "syncs_per_sim", "nodes_per_sim", "top_steps", "tail_steps", "sync_rows"):
             v = getattr(self, f)
             check(math.isfinite(v) and v >= 0, f"workload.{f}", f"must be >= 0, got {v!r}")
         check(self.dup_nodes >= 1, "workload.dup_nodes", "must be >= 1")
@@ -81,7 +96,7 @@ DEFAULTS: dict[str, Workload] = {
     "treesplit": Workload(Distribution("lognormal", median=2.5, sigma=0.5)),
     "tds": Workload(Distribution("lognormal", median=8.0, sigma=0.4), syncs_per_sim=0.0),
     "root": Workload(Distribution("const", value=0.0), syncs_per_sim=0.0),
-    "leaf": Workload(Distribution("const", value=0.0), syncs_per_sim=0.0),
+    "leaf": Workload(Distribution("const", value=0.0), syncs_per_sim=0.0, top_steps=4.0),
 }
 DEFAULTS["hybrid"] = DEFAULTS["treesplit"]  # inside a group, hybrid is treesplit
 
@@ -130,6 +145,9 @@ def fit_workload(trace) -> Workload:
         raise TraceError(f"{trace.path}: no playout packages with a simulation id")
     n_sims = len(sims)
     base = default_workload(algo) if algo in DEFAULTS else DEFAULTS["treesplit"]
+    unshared = algo == "tds" or (meta.get("params") or {}).get("share_root") is False
+    if unshared and not ms.empty:  # a hop to the root's owner carries no step records: not a remote step
+        ms = ms[~(ms["kind"].eq("MOVE") & (ms["bytes"] <= HEAD))]
     if M > 1 and not ms.empty:
         remote = _fit_remote_steps(pk, ms, sims, M)
     else:
@@ -138,9 +156,11 @@ def fit_workload(trace) -> Workload:
     if M > 1 and not ms.empty and algo in ("treesplit", "hybrid"):  # tds's first step is the root's owner
         hot = _fit_hot_steps(ms, M)
     expands = float(pk.loc[pk["sim_id"].isin(sims), "kind"].eq("expand").sum())
-    # the search ranks' SYNCs: broadcast ranks pass them on as SYNCs too, which the model makes itself
+    # the search ranks' SYNCs: broadcast ranks pass them on as SYNCs too, which the model makes itself; without
+    # broadcast ranks a synchronisation is one SYNC to every other search rank
     n_search = int(meta.get("ranks", {}).get("search", 1))
-    syncs = float((ms["kind"].eq("SYNC") & (ms["src"] < n_search)).sum()) if not ms.empty else 0.0
+    per_sync = 1 if int(meta.get("ranks", {}).get("broadcast", 0)) else max(1, n_search - 1)
+    syncs = float((ms["kind"].eq("SYNC") & (ms["src"] < n_search)).sum()) / per_sync if not ms.empty else 0.0
     rate = float(meta.get("sample_rate", 1.0) or 1.0)
     # packages are sampled by simulation and SYNC messages (no simulation) by count, at the same rate
     syncs_per_sim = syncs / n_sims
@@ -151,11 +171,56 @@ def fit_workload(trace) -> Workload:
         if done > 0:
             nodes_per_sim = float(last["nodes_stored"].sum()) / done
             syncs_per_sim = syncs / (done * rate)
+    sizes = _fit_records(ms, meta, n_search, base) if not ms.empty else {}
     w = Workload(remote_steps=remote, expands_per_sim=expands / n_sims, syncs_per_sim=syncs_per_sim,
-                 nodes_per_sim=nodes_per_sim, dup_nodes=base.dup_nodes, hot_steps=hot,
+                 nodes_per_sim=nodes_per_sim, dup_nodes=base.dup_nodes, hot_steps=hot, **sizes,
                  source=f"fitted from trace {trace.path.name} ({algo}, M={M}, {n_sims} simulations)")
     w.validate()
     return w
+
+
+def trace_game(meta: dict) -> tuple[int, int, bool]:
+    """(the game's actions, its most children per node, whether RAVE was on) of the run a trace's meta describes."""
+    from model.game import GameSpec, max_children, n_actions
+    from model.roles import split_params
+
+    spec = dict((meta.get("extra") or {}).get("game_spec") or {})
+    spec.setdefault("name", meta.get("game", "go"))
+    if meta.get("board"):
+        spec.setdefault("size", int(meta["board"]))
+    known = {f.name for f in dataclasses.fields(GameSpec)}
+    g, _ = GameSpec(**{k: v for k, v in spec.items() if k in known}).make()
+    algo = meta.get("algo", "treesplit")
+    try:
+        uct, _ = split_params(algo if algo in DEFAULTS or algo == "dfuct" else "treesplit", dict(meta.get("params") or {}))
+        rave = bool(uct.rave)
+    except ConfigError:
+        rave = True
+    return int(n_actions(g)), int(max_children(g)), rave
+
+
+def _fit_records(ms, meta: dict, n_search: int, base: Workload) -> dict[str, float]:
+    """top_steps, tail_steps and sync_rows from the sizes of the trace's records (model/roles/messages.py's
+    layout): the step records of MOVEs and JOBs by hop, of UPDATEs beyond top + hops, the rows of the search
+    ranks' SYNC and MERGE records. What the trace has none of stays `base`'s."""
+    actions, children, rave = trace_game(meta)
+    kind = ms["kind"].astype(str)
+    out: dict[str, float] = {}
+    hops = ms[kind.isin(["MOVE", "JOB"]) & (ms["sim_id"] >= 0)].sort_values(["sim_id", "t_send"])
+    if len(hops):
+        rec = (hops["bytes"].to_numpy() - HEAD) // STEP.itemsize
+        k = hops.groupby("sim_id").cumcount().to_numpy()
+        out["top_steps"] = max(0.0, float(np.mean(rec - k)))
+        up = ms[kind.eq("UPDATE") & (ms["sim_id"] >= 0)]
+        if rave and len(up):
+            n = hops[hops["kind"].astype(str) == "MOVE"].groupby("sim_id").size()
+            got = (up["bytes"].to_numpy() - HEAD - (actions + 7) // 8 * 8) // STEP.itemsize
+            moved = n.reindex(up["sim_id"].to_numpy(), fill_value=0).to_numpy()
+            out["tail_steps"] = max(0.0, float(np.mean(got - out["top_steps"] - moved)))
+    rows = ms[kind.isin(["SYNC", "MERGE"]) & (ms["src"] < n_search)]
+    if len(rows):
+        out["sync_rows"] = float(np.mean((rows["bytes"].to_numpy() - HEAD) / STAT.itemsize)) / (children + 1)
+    return {k: round(v, 4) for k, v in out.items()}
 
 
 def _fit_remote_steps(pk, ms, sims, M: int) -> Distribution:

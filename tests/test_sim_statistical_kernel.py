@@ -133,3 +133,53 @@ def test_hybrid_agrees_roughly_with_functional(tmp_path):
     for key, tol in (("sims_per_s", 0.2), ("busy_frac", 0.15), ("hops_per_sim", 0.3)):
         assert stat[key] == pytest.approx(fun[key], rel=tol), key
     assert stat["messages_by_kind_per_s"]["MERGE"] == pytest.approx(fun["messages_by_kind_per_s"]["MERGE"], rel=0.3)
+
+
+# Go 9x9 on this machine's profile: the records the roles send (model/roles/messages.py) at a size a test runs
+# in seconds; a small table keeps the functional roles' start cheap
+GO9 = dict(profile="local", game="go", board=9, seconds=0.15, warmup=0.01)
+
+
+@pytest.mark.parametrize("algo,nodes,params", [
+    ("treesplit", 2, {}),
+    ("tds", 2, {}),
+    ("leaf", 2, {}),
+    ("root", 2, {"merge_every": 16}),
+    ("hybrid", 4, {"groups": 2, "merge_every": 32}),
+])
+def test_messages_bytes_and_hops_per_simulation_agree_with_functional(tmp_path, algo, nodes, params):
+    """Per simulation, the kernel sends as many messages, bytes and hops as the roles do in the functional
+    fidelity, with the workload fitted on that run's trace (message sizes come from the records' layout and
+    the counts the workload fits, not from the profile)."""
+    base = SimConfig(algo=algo, nodes=nodes, params={"table_mb": 2, "game.komi": 7.0, "node.cores": 1, **params}, **GO9)
+    fun = simulate(dataclasses.replace(base, fidelity="functional", trace=str(tmp_path)))
+    stat = simulate(dataclasses.replace(base, fidelity="statistical", workload=str(tmp_path)))
+    assert fun["messages_per_sim"] > 0
+    for key, tol in (("messages_per_sim", 0.12), ("bytes_per_sim", 0.12), ("hops_per_sim", 0.2)):
+        assert stat[key] == pytest.approx(fun[key], rel=tol, abs=1e-3), key
+
+
+def test_message_sizes_are_the_records_of_messages_py(tmp_path):
+    """Every message the kernel charges has the size model/roles/messages.py gives a record of its kind with
+    whole counts: step records (MOVE), step records and the board's AMAF map (UPDATE, RESULT), statistics
+    rows (SYNC); and per kind the mean size is the functional fidelity's."""
+    from model.roles.messages import HEAD, STAT, STEP, record_size
+
+    amaf = record_size(0, False, 0, 82) - HEAD  # 9x9: 81 points and a pass, padded to 8 bytes
+    cases = {"treesplit": ("MOVE", "UPDATE", "SYNC"), "leaf": ("JOB", "RESULT")}
+    for algo, kinds in cases.items():
+        base = SimConfig(algo=algo, nodes=2, params={"table_mb": 2, "game.komi": 7.0, "node.cores": 1}, **GO9)
+        fun = simulate(dataclasses.replace(base, fidelity="functional", trace=str(tmp_path / algo / "f")))
+        simulate(dataclasses.replace(base, fidelity="statistical", workload=fun["trace"],
+                                     trace=str(tmp_path / algo / "s")))
+        f_ms, s_ms = read_trace(tmp_path / algo / "f").messages, read_trace(tmp_path / algo / "s").messages
+        for kind in kinds:
+            b = s_ms.loc[s_ms["kind"] == kind, "bytes"].to_numpy()
+            assert len(b) > 0, kind
+            body = b - HEAD - (amaf if kind in ("UPDATE", "RESULT") else 0)
+            unit = STAT.itemsize if kind == "SYNC" else STEP.itemsize
+            assert (body >= 0).all() and (body % unit == 0).all(), kind
+            if kind == "RESULT":
+                assert (b == record_size(0, False, 0, 82)).all()
+            fb = f_ms.loc[f_ms["kind"] == kind, "bytes"]
+            assert b.mean() == pytest.approx(fb.mean(), rel=0.1), kind
