@@ -46,7 +46,7 @@ import numpy as np
 from model.config import check
 from model.errors import ConfigError, TraceError
 from model.roles.messages import HEAD, STAT, STEP
-from sim.distributions import Distribution, fit_distribution, parse_distribution
+from sim.distributions import Distribution, parse_distribution
 
 
 @dataclass(frozen=True)
