@@ -166,7 +166,7 @@ def prepare(cfg: SimConfig, profile: Profile | None = None) -> Prepared:
     meta = Meta(runtime="sim", algo=cfg.algo, game=cfg.game, board=trace_board(cfg.game, cfg.board),
                 params={**dataclasses.asdict(uct), **dataclasses.asdict(own)}, ranks={"search": M, "broadcast": B},
                 threads=W + 1, machine=f"profile {prof.name}", seed=cfg.seed, sample_rate=cfg.sample_rate,
-                extra={"fidelity": cfg.fidelity, "bundle": cfg.bundle, "nodes": cfg.nodes,
+                extra={"fidelity": cfg.fidelity, "bundle": cfg.bundle, "nodes": cfg.nodes, "warmup": cfg.warmup,
                        "bcast_nodes": cluster.bcast_nodes,
                        "profile": prof.to_toml(), "game_spec": dataclasses.asdict(spec),
                        "workload": workload.to_toml() if workload else None})

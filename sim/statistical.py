@@ -8,7 +8,8 @@ the network is the same LogGP model with a NIC per node.
 
 When a simulation starts, its whole path is booked at once on capacity timelines (sim/timeline.py): each
 rank's C-1 workers, each IO core and each node's NIC (send and receive side) is a pool whose used capacity
-is kept per time bin, so work can be booked ahead and out of order. A simulation's select steps, hops
+is kept per time bin, so work can be booked ahead and out of order. A simulation's select steps (one
+per rank it visits, one more after an expansion, as the roles' select parts go), hops
 (MOVE), expansion, playout (forwarded as PLAYOUT_FWD when more than K S_par/M MOVEs wait at the rank,
 Schaefers 2014, 4.2.5: its recent MOVE rate times the time the simulation spent there), UPDATEs and the
 origin's final update are booked in order; the only event is its end, which starts the next simulation
@@ -23,8 +24,8 @@ waits for the end of the nap it is in, a uniform part of idle_nap, as sim/runtim
 
 Broadcast ranks collect SYNCs per window of bcast_delay (by arrival time), merge them per node and
 broadcast origin/dimension, and at each window's end book one `bcast` package and send BCAST to their
-peers (model/topology.py) and one SYNC per client; a search rank takes the rows in (IO intake) and applies
-them in a `sync` package.
+peers (model/topology.py) and one SYNC per client with the rows the others brought (never a client's own
+back); a search rank takes the rows in (IO intake) and applies them in a `sync` package.
 
 A message costs the bytes of its record (model/roles/messages.py's record_size): a MOVE the step records
 its simulation holds by then (workload.top_steps, one more per hop), an UPDATE or PLAYOUT_FWD the whole path
@@ -107,7 +108,7 @@ class StatWorld:
     run() gives the same RunResult as sim.runtime.World."""
 
     RING = 256              # bins per pool to start with; the kernel doubles a pool's when it must
-    WINDOWS = 16            # broadcast windows per broadcast rank to start with; doubled likewise
+    ARRIVALS = 16           # pending inputs per broadcast rank to start with; doubled likewise
     TRACE_ROWS = 1 << 17    # trace rows buffered in the kernel before they go to the writer
     TRACE_MARGIN = 1 << 15  # rows one event may write at most (a broadcast window to every peer)
 
@@ -174,10 +175,10 @@ class StatWorld:
         F, I, U, v = self.F, self.I, self.U, self._views()
         I[K.H_NW], I[K.H_BX], I[K.H_Q], I[K.H_HEAP], I[K.H_ROWS], I[K.H_WM] = nw, Bx, Q, heap, rows, max(W, 1)
         self.UL, self.NL = new_rings(P, self.RING)
-        self.WU, self.WI = List(), List()
+        self.WU, self.WA = List(), List()
         for _ in range(Bx):
-            self.WU.append(np.zeros((self.WINDOWS, (1 + Bx) * nw), dtype=np.uint64))
-            self.WI.append(np.full((self.WINDOWS, 1), -1, dtype=np.int64))
+            self.WU.append(np.zeros((self.ARRIVALS, nw), dtype=np.uint64))
+            self.WA.append(np.zeros((self.ARRIVALS, K.N_A), dtype=np.float64))
 
         net = profile.network
         F[K.C_O], F[K.C_PM], F[K.C_PB], F[K.C_SPB] = net.overhead, io.per_message, io.per_byte, io.stats_per_byte
@@ -219,7 +220,7 @@ class StatWorld:
             v["part"][:] = partner
             v["clp"][1:] = np.cumsum([len(x) for x in clients])
             v["cll"][:v["clp"][-1]] = [c for x in clients for c in x]
-        v["blast"][:] = -1
+        v["rf"][:, K.RF_FLUSH] = -1.0  # no broadcast window open
         for k, (cum, hr) in enumerate(hot_tables(workload, seed, Mg)):
             v["hn"][k] = len(cum)
             v["hp"][k, :len(cum)] = cum
@@ -249,7 +250,7 @@ class StatWorld:
         return {"pf": (P, N_PF), "rf": (R, K.N_RF), "slot": (R, d["Wm"]), "dp": (nd, 2), "dq": (nd, d["Q"]),
                 "dpr": (nd, d["Q"]), "ht": (heap,), "tpf": (rows, 2), "tmf": (rows, 2),
                 "pi": (P, N_PI), "ri": (R, K.N_RI), "node": (R,), "part": (d["M"],), "clp": (d["B"] + 1,),
-                "cll": (d["cl"],), "blast": (d["Bx"],), "hs": (heap,), "hk": (heap,), "ha": (heap,), "dk": (nd,),
+                "cll": (d["cl"],), "nar": (d["Bx"],), "hs": (heap,), "hk": (heap,), "ha": (heap,), "dk": (nd,),
                 "dn": (nd,), "tpi": (rows, 4), "tmi": (rows, 5), "hp": (d["hk"], d["hw"]), "hr": (d["hk"], d["hw"]),
                 "hn": (d["hk"],), "rs": (d["rs"],), "rd": (d["rd"],)}
 
@@ -266,7 +267,7 @@ class StatWorld:
 
     # --- driving the kernel ------------------------------------------------------------------------------
     def _advance(self, t_end: float) -> None:
-        while K.run_until(self.F, self.I, self.U, self.UL, self.NL, self.WU, self.WI, t_end,
+        while K.run_until(self.F, self.I, self.U, self.UL, self.NL, self.WU, self.WA, t_end,
                           self._margin) == K.ST_TRACE:
             self._drain_trace()
 

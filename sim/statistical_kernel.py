@@ -14,7 +14,7 @@ dq, dpr, dn), trace buffers (tpf, tpi, tmf, tmi). What must grow while an event 
 lists of arrays, one per pool or broadcast rank, which a kernel may replace by bigger ones:
 - UL[p], NL[p]: capacity pool p's ring of bins (sim/timeline.py): pool r is rank r's IO
   core, R + r its workers, 2R + n node n's sending NIC, 2R + N + n its receiving NIC;
-- WU[b], WI[b]: broadcast rank b's windows (the rows to deliver and to forward per origin).
+- WU[b], WA[b]: broadcast rank b's pending inputs (their rows, and when and from where they arrive).
 
 A kernel call returns early (ST_TRACE) when the trace buffers fill up; the caller drains them and calls
 again.
@@ -46,7 +46,7 @@ ST_DONE, ST_TRACE = range(2)
 
 # I: header of block offsets and sizes
 (H_PF, H_RF, H_SLOT, H_DP, H_DQ, H_DPR, H_HT, H_TPF, H_TMF,
- H_PI, H_RI, H_NODE, H_PART, H_CLP, H_CLL, H_BLAST, H_HS, H_HK, H_HA, H_DK, H_DN, H_TPI, H_TMI,
+ H_PI, H_RI, H_NODE, H_PART, H_CLP, H_CLL, H_NAR, H_HS, H_HK, H_HA, H_DK, H_DN, H_TPI, H_TMI,
  H_NW, H_BX, H_Q, H_HEAP, H_ROWS, H_WM, H_HP, H_HR, H_HN, H_RS, H_RD) = range(34)
 NH = 34
 # I: integer settings, then globals
@@ -61,8 +61,8 @@ N_FHEAD = 22
 N_UHEAD = 1  # U: the random generator's state (model/rng.py: U[0])
 # rf columns (per-rank floats)
 (RF_LOOP, RF_ITER, RF_LAM, RF_IDLE, RF_POLL, RF_ITERS, RF_MARK_WORK, RF_SYNC_ACC, RF_MOVES_IN, RF_MARK_MOVES,
- RF_MOVE_LAM) = range(11)
-N_RF = 11
+ RF_MOVE_LAM, RF_FLUSH) = range(12)
+N_RF = 12
 # ri columns (per-rank ints), then messages out per kind, then packages per kind
 (RI_NMSGS, RI_MARK_MSGS, RI_BYTES_OUT, RI_MSGS_IN, RI_SIMS_DONE, RI_PLAYOUTS, RI_NODES, RI_STARTED, RI_DONE_LOCAL,
  RI_RR, RI_MERGED, RI_W) = range(12)
@@ -75,7 +75,7 @@ BLOCKS = {
     "pf": ("F", H_PF), "rf": ("F", H_RF), "slot": ("F", H_SLOT), "dp": ("F", H_DP), "dq": ("F", H_DQ),
     "dpr": ("F", H_DPR), "ht": ("F", H_HT), "tpf": ("F", H_TPF), "tmf": ("F", H_TMF),
     "pi": ("I", H_PI), "ri": ("I", H_RI), "node": ("I", H_NODE), "part": ("I", H_PART),
-    "clp": ("I", H_CLP), "cll": ("I", H_CLL), "blast": ("I", H_BLAST), "hs": ("I", H_HS), "hk": ("I", H_HK),
+    "clp": ("I", H_CLP), "cll": ("I", H_CLL), "nar": ("I", H_NAR), "hs": ("I", H_HS), "hk": ("I", H_HK),
     "ha": ("I", H_HA), "dk": ("I", H_DK), "dn": ("I", H_DN), "tpi": ("I", H_TPI), "tmi": ("I", H_TMI),
     "hp": ("F", H_HP), "hr": ("I", H_HR), "hn": ("I", H_HN),  # hot steps: cumulative shares, ranks, counts
     "rs": ("I", H_RS), "rd": ("I", H_RD),  # broadcast routes: where each (origin, rank)'s start, destinations
@@ -170,15 +170,11 @@ def pool_free_from(F, I, UL, NL, p, t):
 
 # --- events ------------------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
-def push(F, I, t, kind, arg):
+def _sift_up(F, I, i, t, kind, arg):
+    """Put event (t, kind, arg) at heap slot i or above it, with the next sequence number."""
     ht, hs, hk, ha = I[H_HT], I[H_HS], I[H_HK], I[H_HA]
-    n = I[G_HN]
-    if n >= I[H_HEAP]:
-        raise RuntimeError("statistical kernel: event heap full")
     seq = I[G_SEQ]
     I[G_SEQ] = seq + 1
-    I[G_HN] = n + 1
-    i = n
     while i > 0:
         par = (i - 1) >> 1
         tp = F[ht + par]
@@ -187,6 +183,26 @@ def push(F, I, t, kind, arg):
         F[ht + i], I[hs + i], I[hk + i], I[ha + i] = tp, I[hs + par], I[hk + par], I[ha + par]
         i = par
     F[ht + i], I[hs + i], I[hk + i], I[ha + i] = t, seq, kind, arg
+
+
+@njit(cache=True, nogil=True)
+def push(F, I, t, kind, arg):
+    n = I[G_HN]
+    if n >= I[H_HEAP]:
+        raise RuntimeError("statistical kernel: event heap full")
+    I[G_HN] = n + 1
+    _sift_up(F, I, n, t, kind, arg)
+
+
+@njit(cache=True, nogil=True)
+def _move_earlier(F, I, kind, arg, t):
+    """The pending event (kind, arg) happens at t instead, earlier than it was (pushed if none pends)."""
+    hk, ha = I[H_HK], I[H_HA]
+    for i in range(I[G_HN]):
+        if I[hk + i] == kind and I[ha + i] == arg:
+            _sift_up(F, I, i, t, kind, arg)
+            return
+    push(F, I, t, kind, arg)
 
 
 @njit(cache=True, nogil=True)
@@ -366,6 +382,16 @@ def _rows_bytes(I, nodes):
 
 # --- simulations -------------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
+def _maybe_expand(F, I, U, UL, NL, r, t, sid):
+    """The leaf is expanded with the workload's probability; selection then goes on below the new node, a
+    select of its own (the roles' select parts: one per rank a simulation visits, one after each expand)."""
+    if _rand(U) < F[C_EXPANDS]:
+        t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_EXPAND), P_EXPAND, sid)
+        t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
+    return t
+
+
+@njit(cache=True, nogil=True)
 def _step_rank(F, I, U, step, Mg):
     """The rank (within the group) of a simulation's remote step `step`: one of that step's hot nodes'
     (workload.hot_steps), else uniform."""
@@ -389,7 +415,7 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
     cur = 0 if I[I_ALGO] == A_TDS else origin
     Mg = M // I[I_GROUPS]  # hybrid: a simulation stays in its origin's group of Mg ranks
     g0 = origin - origin % Mg
-    n_remote = int(_draw(F, I, U, D_REMOTE) + 0.5)
+    n_remote = _count(U, _draw(F, I, U, D_REMOTE))  # a whole number with the drawn mean
     plan = np.empty(2 * n_remote + 3, np.int64)  # the ranks visited, then (from n_remote + 1) the set of them
     plan[0] = cur
     n_plan = 1
@@ -443,8 +469,7 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
         t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
         if k < last:
             continue
-        if _rand(U) < F[C_EXPANDS]:
-            t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_EXPAND), P_EXPAND, sid)
+        t = _maybe_expand(F, I, U, UL, NL, r, t, sid)
     # the role forwards the playout while more than K S_par/M MOVEs wait at the rank for their select: by
     # Little's law, its recent MOVE rate times the time this simulation took there (its whole path is
     # booked at once, so the backlog it waited behind is behind it now)
@@ -475,8 +500,7 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
 @njit(cache=True, nogil=True)
 def _root_sim(F, I, U, UL, NL, r, t, sid):
     t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
-    if _rand(U) < F[C_EXPANDS]:
-        t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_EXPAND), P_EXPAND, sid)
+    t = _maybe_expand(F, I, U, UL, NL, r, t, sid)
     t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
     I[I[H_RI] + r * N_RI + RI_PLAYOUTS] += I[I_G]
     t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_UPDATE), P_UPDATE, sid)
@@ -487,8 +511,7 @@ def _root_sim(F, I, U, UL, NL, r, t, sid):
 def _leaf_sim(F, I, U, UL, NL, master, t, sid):
     M, G = I[I_M], I[I_G]
     t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
-    if _rand(U) < F[C_EXPANDS]:
-        t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_EXPAND), P_EXPAND, sid)
+    t = _maybe_expand(F, I, U, UL, NL, master, t, sid)
     if M == 1:
         t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
         I[I[H_RI] + master * N_RI + RI_PLAYOUTS] += G
@@ -505,7 +528,7 @@ def _leaf_sim(F, I, U, UL, NL, master, t, sid):
 
 
 @njit(cache=True, nogil=True)
-def _start_sim(F, I, U, UL, NL, WU, WI, origin):
+def _start_sim(F, I, U, UL, NL, WU, WA, origin):
     I[I[H_RI] + origin * N_RI + RI_STARTED] += 1
     sid = I[G_NEXT_SIM]
     I[G_NEXT_SIM] = sid + 1
@@ -520,7 +543,7 @@ def _start_sim(F, I, U, UL, NL, WU, WI, origin):
 
 
 @njit(cache=True, nogil=True)
-def _done(F, I, U, UL, NL, WU, WI, r):
+def _done(F, I, U, UL, NL, WU, WA, r):
     """A simulation of origin r ended: count it, maybe synchronise, start the next (S_par stays)."""
     G = I[I_G]
     a = I[I_ALGO]
@@ -538,7 +561,7 @@ def _done(F, I, U, UL, NL, WU, WI, r):
         if F[acc] >= 1.0:
             k = int(F[acc])
             F[acc] -= k
-            _send_syncs(F, I, U, UL, NL, WU, WI, r, t, k)
+            _send_syncs(F, I, U, UL, NL, WU, WA, r, t, k)
     if a == A_ROOT or a == A_HYBRID:
         # root parallelisation between groups (root: every rank a group of its own): every merge_every own
         # simulations one MERGE to every search rank of the other groups, applied there in a sync package
@@ -553,7 +576,7 @@ def _done(F, I, U, UL, NL, WU, WI, r):
                 if d // Mg != r // Mg:
                     t_in = _msg(F, I, U, UL, NL, r, t, d, M_MERGE, nb, -1, True, 1)
                     _work(F, I, U, UL, NL, d, t_in, _draw(F, I, U, P_SYNC), P_SYNC, -1)
-    _start_sim(F, I, U, UL, NL, WU, WI, r)
+    _start_sim(F, I, U, UL, NL, WU, WA, r)
 
 
 # --- synchronisation and broadcast ---------------------------------------------------------------------
@@ -576,65 +599,58 @@ def _routes(I, origin, at):
     return I[i], I[i + 1]
 
 
-# A broadcast rank b's windows: a ring over window numbers (window w in row w mod nwin) of WU[b] (row:
-# the bitset of rows to deliver, then one bitset per origin to forward) and WI[b] (row: the window's number).
-# Windows up to I[blast + b] are flushed.
-@njit(cache=True, nogil=True)
-def _window(I, WU, WI, b, w):
-    """The row of broadcast rank b's window w (cleared if it held a flushed one; the ring doubles when w
-    is further ahead than it holds)."""
-    last = I[I[H_BLAST] + b]
-    wu, wi = WU[b], WI[b]
-    nwin = wi.shape[0]
-    if w - last >= nwin:
-        new = 2 * nwin
-        while new <= w - last:
-            new *= 2
-        nu = np.zeros((new, wu.shape[1]), np.uint64)
-        ni = np.full((new, wi.shape[1]), -1, np.int64)
-        for s in range(nwin):
-            if wi[s, 0] > last:  # pending
-                j = wi[s, 0] % new
-                nu[j] = wu[s]
-                ni[j] = wi[s]
-        WU[b] = nu
-        WI[b] = ni
-        wu, wi, nwin = nu, ni, new
-    s = w % nwin
-    if wi[s, 0] != w:
-        wu[s] = 0
-        wi[s, 0] = w
-    return s
+# A broadcast rank b's window, as the role keeps it (model/roles/broadcast.py): the first input opens it,
+# and bcast_delay later it is flushed with every input that arrived by then. Inputs are registered when
+# they are sent, at or before their arrival (paths are booked ahead), and out of order; they wait in b's
+# pending arrivals until a flush takes them: row i of WA[b] is (arrival time, client number or -1 for a
+# peer's BCAST, origin, rows as sent), row i of WU[b] their bitset of nw words over the shared nodes.
+# I[nar + b] arrivals are pending; rf column RF_FLUSH of b's rank is when its window closes (-1: none open).
+A_T, A_CLIENT, A_ORIGIN, A_LISTED = range(4)
+N_A = 4
 
 
 @njit(cache=True, nogil=True)
-def _register(F, I, U, UL, NL, WU, WI, b, t, bits, n_listed, origin):
-    """Rows (bitset `bits`, n_listed of them as sent) reach broadcast rank b at t: they wait in the window
-    that ends after t. A rank hears each origin's broadcast with one dimension only (the routing is a
-    spanning tree), so a window keeps one row set per origin. b counts from the first broadcast rank,
-    origin from the first of b's group (hybrid: each group has a broadcast network of its own)."""
-    nw = I[H_NW]
-    w = int(t / F[C_DELAY])
-    ri = I[H_RI] + (I[I_M] + b) * N_RI + RI_MERGED
-    if w <= I[I[H_BLAST] + b]:  # a window already flushed: its rows are merged, never sent (as in the reference)
-        I[ri] += n_listed - _popcount(bits, 0, nw)
-        return
-    s = _window(I, WU, WI, b, w)
-    wu = WU[b]
-    lo, hi = _routes(I, origin, b % (I[I_B] // I[I_GROUPS]))
-    if hi > lo:
-        f0 = (1 + origin) * nw
-        for j in range(nw):
-            wu[s, f0 + j] |= bits[j]
-    row = wu[s]
-    before = _popcount(row, 0, nw)
-    for j in range(nw):
-        row[j] |= bits[j]
-    I[ri] += before + n_listed - _popcount(row, 0, nw)
+def _register(F, I, U, UL, NL, WU, WA, b, t, bits, n_listed, origin, client):
+    """Rows (bitset `bits`, n_listed of them as sent) reach broadcast rank b at t, from its client number
+    `client` (a SYNC) or from a peer (client -1: a BCAST) with the broadcast's origin. b counts from the
+    first broadcast rank, origin from the first of b's group (hybrid: each group has a broadcast network of
+    its own)."""
+    o = I[H_NAR] + b
+    n = I[o]
+    wu, wa = WU[b], WA[b]
+    if n == wa.shape[0]:  # full: twice the rows
+        nu = np.zeros((2 * n, wu.shape[1]), np.uint64)
+        na = np.zeros((2 * n, N_A), np.float64)
+        nu[:n] = wu
+        na[:n] = wa
+        WU[b], WA[b] = nu, na
+        wu, wa = nu, na
+    for j in range(I[H_NW]):
+        wu[n, j] = bits[j]
+    wa[n, A_T], wa[n, A_CLIENT], wa[n, A_ORIGIN], wa[n, A_LISTED] = t, client, origin, n_listed
+    I[o] = n + 1
+    # the window closes bcast_delay after its first input, which may be this one
+    f = I[H_RF] + (I[I_M] + b) * N_RF + RF_FLUSH
+    if F[f] < 0.0:
+        F[f] = t + F[C_DELAY]
+        push(F, I, F[f], EV_FLUSH, I[I_M] + b)
+    elif t + F[C_DELAY] < F[f]:
+        F[f] = t + F[C_DELAY]
+        _move_earlier(F, I, EV_FLUSH, I[I_M] + b, F[f])
 
 
 @njit(cache=True, nogil=True)
-def _send_syncs(F, I, U, UL, NL, WU, WI, r, t, k):
+def _client(I, b, r):
+    """Search rank r's number among broadcast rank b's clients."""
+    lo = I[I[H_CLP] + b]
+    for j in range(lo, I[I[H_CLP] + b + 1]):
+        if I[I[H_CLL] + j] == r:
+            return j - lo
+    raise RuntimeError("statistical kernel: a SYNC to a broadcast rank that does not serve its sender")
+
+
+@njit(cache=True, nogil=True)
+def _send_syncs(F, I, U, UL, NL, WU, WA, r, t, k):
     """k shared nodes reached their sync threshold: a sync package, then one SYNC with their rows."""
     M, B = I[I_M], I[I_B]
     end = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_SYNC), P_SYNC, -1)
@@ -647,7 +663,8 @@ def _send_syncs(F, I, U, UL, NL, WU, WI, r, t, k):
             bits[node >> 6] |= uint64(1) << uint64(node & 63)
         dst = I[I[H_PART] + r]
         t_in = _msg(F, I, U, UL, NL, r, end, dst, M_SYNC, nb, -1, True, 1)
-        _register(F, I, U, UL, NL, WU, WI, dst - M, t_in, bits, k, (dst - M) % (B // I[I_GROUPS]))
+        b = dst - M
+        _register(F, I, U, UL, NL, WU, WA, b, t_in, bits, k, b % (B // I[I_GROUPS]), _client(I, b, r))
     else:
         for d in range(M):
             if d != r:
@@ -656,33 +673,60 @@ def _send_syncs(F, I, U, UL, NL, WU, WI, r, t, k):
 
 
 @njit(cache=True, nogil=True)
-def _flush(F, I, U, UL, NL, WU, WI, rid):
-    """The end of a broadcast rank's window: merge, then forward to peers and deliver to clients."""
+def _flush(F, I, U, UL, NL, WU, WA, rid):
+    """The end of a broadcast rank's window: merge what arrived in it, then forward to peers and deliver to
+    clients; the inputs already on their way open the next window."""
     M, B = I[I_M], I[I_B]
     nw = I[H_NW]
     t = F[C_NOW]
-    delay = F[C_DELAY]
-    w = int(np.round(t / delay)) - 1
-    push(F, I, t + delay, EV_FLUSH, rid)
+    f = I[H_RF] + rid * N_RF + RF_FLUSH
     b = rid - M
     Bg = B // I[I_GROUPS]
     bl = b % Bg  # b's number in its group's broadcast network
     gb = b - bl
-    ob = I[H_BLAST] + b
-    if w > I[ob]:
-        I[ob] = w
-    wu, wi = WU[b], WI[b]
-    s = w % wi.shape[0]
-    if wi[s, 0] != w:
+    c0, c1 = I[I[H_CLP] + b], I[I[H_CLP] + b + 1]
+    nc = c1 - c0
+    # merge per node: everything (for the merged count), per origin to forward, the peers', each client's
+    fwd = np.zeros(Bg * nw, np.uint64)
+    src = np.zeros((nc + 1) * nw, np.uint64)  # the peers' first, then each client's
+    every = np.zeros(nw, np.uint64)
+    listed = 0
+    wu, wa = WU[b], WA[b]
+    n = I[I[H_NAR] + b]
+    kept = 0
+    first = -1.0
+    for i in range(n):
+        if wa[i, A_T] > t:  # on its way: the next window's
+            if kept != i:
+                wu[kept] = wu[i]
+                wa[kept] = wa[i]
+            if first < 0.0 or wa[i, A_T] < first:
+                first = wa[i, A_T]
+            kept += 1
+            continue
+        org, s0 = int(wa[i, A_ORIGIN]), (1 + int(wa[i, A_CLIENT])) * nw
+        lo, hi = _routes(I, org, bl)
+        for j in range(nw):
+            x = wu[i, j]
+            if hi > lo:
+                fwd[org * nw + j] |= x
+            src[s0 + j] |= x
+            every[j] |= x
+        listed += int(wa[i, A_LISTED])
+    I[I[H_NAR] + b] = kept
+    F[f] = -1.0
+    if kept:
+        F[f] = first + F[C_DELAY]
+        push(F, I, F[f], EV_FLUSH, rid)
+    if kept == n:
         return
-    wi[s, 0] = -1
-    row = wu[s]
+    I[I[H_RI] + rid * N_RI + RI_MERGED] += listed - _popcount(every, 0, nw)
     end = _work(F, I, U, UL, NL, rid, t, _draw(F, I, U, P_BCAST), P_BCAST, -1)
     # one BCAST per (origin, dimension) and next rank, as the role sends them; booked per link
     rd = I[H_RD]
     n_items = 0
     for o in range(Bg):
-        if _popcount(row, (1 + o) * nw, nw) > 0:
+        if _popcount(fwd, o * nw, nw) > 0:
             lo, hi = _routes(I, o, bl)
             n_items += hi - lo
     it_dst = np.empty(n_items, np.int64)
@@ -690,7 +734,7 @@ def _flush(F, I, U, UL, NL, WU, WI, rid):
     it_size = np.empty(n_items, np.int64)
     n = 0
     for o in range(Bg):
-        size = _popcount(row, (1 + o) * nw, nw)
+        size = _popcount(fwd, o * nw, nw)
         if size > 0:
             lo, hi = _routes(I, o, bl)
             for j in range(lo, hi):
@@ -711,20 +755,27 @@ def _flush(F, I, U, UL, NL, WU, WI, rid):
         for j in range(i, n_items):
             if it_dst[j] == dst:
                 done[j] = True
-                o = (1 + it_o[j]) * nw
-                _register(F, I, U, UL, NL, WU, WI, dst, t_in, row[o:o + nw], it_size[j], it_o[j])
-    nd = _popcount(row, 0, nw)
-    if nd:
-        nb = _rows_bytes(I, nd)
-        for j in range(I[I[H_CLP] + b], I[I[H_CLP] + b + 1]):
-            c = I[I[H_CLL] + j]
-            t_in = _msg(F, I, U, UL, NL, rid, end, c, M_SYNC, nb, -1, True, 1)
+                o = it_o[j] * nw
+                _register(F, I, U, UL, NL, WU, WA, dst, t_in, fwd[o:o + nw], it_size[j], it_o[j], -1)
+    # each client: the rows of the peers and of the other clients, never its own back
+    rows = np.empty(nw, np.uint64)
+    for i in range(nc):
+        for j in range(nw):
+            rows[j] = src[j]
+        for k in range(nc):
+            if k != i:
+                for j in range(nw):
+                    rows[j] |= src[(1 + k) * nw + j]
+        nd = _popcount(rows, 0, nw)
+        if nd:
+            c = I[I[H_CLL] + c0 + i]
+            t_in = _msg(F, I, U, UL, NL, rid, end, c, M_SYNC, _rows_bytes(I, nd), -1, True, 1)
             _work(F, I, U, UL, NL, c, t_in, _draw(F, I, U, P_SYNC), P_SYNC, -1)
 
 
 # --- upkeep ------------------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
-def _load(F, I, U, UL, NL, WU, WI):
+def _load(F, I, U, UL, NL, WU, WA):
     """Re-estimate each IO core's load: the loop stretches as its handling work nears the whole core."""
     t = F[C_NOW]
     push(F, I, t + LOAD_WINDOW, EV_LOAD, 0)
@@ -753,7 +804,7 @@ def _load(F, I, U, UL, NL, WU, WI):
 
 
 @njit(cache=True, nogil=True)
-def run_until(F, I, U, UL, NL, WU, WI, t_end, margin):
+def run_until(F, I, U, UL, NL, WU, WA, t_end, margin):
     """Process events up to t_end. Returns ST_DONE, or ST_TRACE to be called again after the caller
     drained the trace buffers (fewer than `margin` rows left)."""
     cap = I[H_ROWS] - margin
@@ -764,13 +815,13 @@ def run_until(F, I, U, UL, NL, WU, WI, t_end, margin):
         t, kind, arg = _pop(F, I)
         F[C_NOW] = t
         if kind == EV_DONE:
-            _done(F, I, U, UL, NL, WU, WI, arg)
+            _done(F, I, U, UL, NL, WU, WA, arg)
         elif kind == EV_START:
-            _start_sim(F, I, U, UL, NL, WU, WI, arg)
+            _start_sim(F, I, U, UL, NL, WU, WA, arg)
         elif kind == EV_FLUSH:
-            _flush(F, I, U, UL, NL, WU, WI, arg)
+            _flush(F, I, U, UL, NL, WU, WA, arg)
         else:
-            _load(F, I, U, UL, NL, WU, WI)
+            _load(F, I, U, UL, NL, WU, WA)
         I[G_EVENTS] += 1
     F[C_NOW] = t_end
     return ST_DONE
@@ -778,9 +829,8 @@ def run_until(F, I, U, UL, NL, WU, WI, t_end, margin):
 
 @njit(cache=True, nogil=True)
 def schedule_start(F, I, per_rank, s_par):
-    """The first events: S_par simulations at time 0, each broadcast rank's first window end, the first
-    load estimate."""
-    M, B = I[I_M], I[I_B]
+    """The first events: S_par simulations at time 0, the first load estimate."""
+    M = I[I_M]
     if I[I_ALGO] == A_LEAF:
         for _ in range(s_par):
             push(F, I, 0.0, EV_START, 0)
@@ -788,8 +838,6 @@ def schedule_start(F, I, per_rank, s_par):
         for r in range(M):
             for _ in range(per_rank):
                 push(F, I, 0.0, EV_START, r)
-    for rid in range(M, M + B):
-        push(F, I, F[C_DELAY], EV_FLUSH, rid)
     push(F, I, LOAD_WINDOW, EV_LOAD, 0)
 
 

@@ -6,11 +6,12 @@ fidelity draws them instead, from a Workload fitted to a trace (an engine trace 
     remote_steps    in-tree steps at nodes that are not duplicated, per simulation. Each such node lives
                     on a rank chosen by its hash, so on M ranks a step moves the simulation with
                     probability (M-1)/M; this is what lets a workload fitted on M ranks predict others.
-                    From a trace: hops per simulation * M / (M-1).
+                    From a trace: the distribution whose thinning by (M-1)/M gives the hops per simulation.
     expands_per_sim expand packages per simulation
     syncs_per_sim   SYNC messages a search rank sends per simulation it completes (treesplit, root)
     nodes_per_sim   tree nodes created per simulation (NPS)
-    dup_nodes       how many shared nodes synchronisation messages are about (merging at broadcast ranks)
+    dup_nodes       how many shared nodes synchronisation messages are about (merging at broadcast ranks).
+                    From a trace: the search ranks' duplicated nodes, on average over its samples
     top_steps       step records a simulation carries on its first hop (the duplicated nodes it walked at
                     its origin; tds: the root, selected at its owner; leaf: the master's path in a JOB);
                     each later hop carries one more (the node selected where it was)
@@ -45,7 +46,7 @@ import numpy as np
 from model.config import check
 from model.errors import ConfigError, TraceError
 from model.roles.messages import HEAD, STAT, STEP
-from sim.distributions import Distribution, fit_distribution, parse_distribution
+from sim.distributions import Distribution, parse_distribution
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,7 @@ def fit_workload(trace) -> Workload:
     if unshared and not ms.empty:  # a hop to the root's owner carries no step records: not a remote step
         ms = ms[~(ms["kind"].eq("MOVE") & (ms["bytes"] <= HEAD))]
     if M > 1 and not ms.empty:
-        remote = _fit_remote_steps(pk, ms, sims, M)
+        remote = _fit_remote_steps(pk, ms, sims, M, measured_window(trace))
     else:
         remote = base.remote_steps
     hot: tuple[tuple[float, ...], ...] = ()
@@ -165,15 +166,21 @@ def fit_workload(trace) -> Workload:
     # packages are sampled by simulation and SYNC messages (no simulation) by count, at the same rate
     syncs_per_sim = syncs / n_sims
     nodes_per_sim = base.nodes_per_sim
+    dup_nodes = base.dup_nodes
     if not smp.empty:
         last = smp.sort_values("t").groupby("rank").last()
         done = float(last["sims_done"].sum())
         if done > 0:
             nodes_per_sim = float(last["nodes_stored"].sum()) / done
             syncs_per_sim = syncs / (done * rate)
+        # every search rank holds the same duplicated nodes: their count over the run is what the
+        # synchronisations are about (9x9 for a second on 4 ranks: the root alone)
+        dup = smp.loc[smp["rank"] < n_search, "nodes_duplicated"]
+        if algo in ("treesplit", "hybrid") and (dup > 0).any():
+            dup_nodes = max(1, round(float(dup.mean())))
     sizes = _fit_records(ms, meta, n_search, base) if not ms.empty else {}
     w = Workload(remote_steps=remote, expands_per_sim=expands / n_sims, syncs_per_sim=syncs_per_sim,
-                 nodes_per_sim=nodes_per_sim, dup_nodes=base.dup_nodes, hot_steps=hot, **sizes,
+                 nodes_per_sim=nodes_per_sim, dup_nodes=dup_nodes, hot_steps=hot, **sizes,
                  source=f"fitted from trace {trace.path.name} ({algo}, M={M}, {n_sims} simulations)")
     w.validate()
     return w
@@ -197,6 +204,17 @@ def trace_game(meta: dict) -> tuple[int, int, bool]:
     except ConfigError:
         rave = True
     return int(n_actions(g)), int(max_children(g)), rave
+
+
+def measured_window(trace) -> tuple[float, float]:
+    """The span of a trace whose rates its run reported: from the simulator's warm-up (meta extra.warmup)
+    or, in a trace without one (the engine's), from a tenth of the way in, past the start when all S_par
+    simulations begin at once; to the run's end (meta t_end; a statistical run books work past it)."""
+    pk = trace.packages
+    t0 = float(pk["t_start"].min())
+    t1 = float(trace.meta.get("t_end") or pk["t_end"].max())
+    warmup = (trace.meta.get("extra") or {}).get("warmup")
+    return (float(warmup) if warmup is not None else t0 + 0.1 * (t1 - t0)), t1
 
 
 def _fit_records(ms, meta: dict, n_search: int, base: Workload) -> dict[str, float]:
@@ -223,25 +241,74 @@ def _fit_records(ms, meta: dict, n_search: int, base: Workload) -> dict[str, flo
     return {k: round(v, 4) for k, v in out.items()}
 
 
-def _fit_remote_steps(pk, ms, sims, M: int) -> Distribution:
-    """Remote steps per simulation: the shape from the finished simulations' hops, the mean from the rates
-    in the trace's second half (MOVEs sent / simulations started). Finished simulations alone are biased
-    to short paths: the long ones started near the end are still in flight when the trace ends (at 32 oculus
-    nodes, 2.3 hops per finished simulation against 3.0 per simulation in the steady state)."""
+def _fit_remote_steps(pk, ms, sims, M: int, window: tuple[float, float]) -> Distribution:
+    """Remote steps per simulation: the shape from the hops of the finished simulations, the mean from the
+    MOVEs sent in the trace's measured window per simulation that ended in it (the figure the simulator's
+    summary and the engine report). Finished simulations alone are biased to short paths: the long ones
+    started near the end are still in flight when the trace ends (at 32 oculus nodes, 2.3 hops per finished
+    simulation against 3.0 per simulation in the steady state); and a growing tree's simulations hop more as
+    it deepens, so the window's rate is the run's, not that of its simulations that happen to have ended.
+
+    A remote step moves the simulation with probability (M-1)/M whatever came before (its node's owner is
+    uniform), so a simulation of n remote steps hops Binomial(n, (M-1)/M) times: the distribution of n is
+    the one whose binomial thinning gives the hops seen (the maximum-likelihood mixture), not the hops
+    scaled by M/(M-1), which has the right mean but too few simulations that never hop (and so too many
+    that do, with too few UPDATEs for their hops)."""
     mine = pk[pk["sim_id"] >= 0]
     start = mine.groupby("sim_id")["t_start"].min()
     t0, t1 = float(start.min()), float(pk["t_end"].max())
     late = start.index[start.to_numpy() >= t0 + 0.25 * (t1 - t0)]
     use = np.intersect1d(sims, late) if len(np.intersect1d(sims, late)) >= 50 else sims
     mv = ms[(ms["kind"] == "MOVE") & (ms["sim_id"] >= 0)]
-    hops = mv[mv["sim_id"].isin(use)].groupby("sim_id").size().reindex(use, fill_value=0).to_numpy(np.float64)
-    dist = fit_distribution(hops * M / (M - 1))
-    mid = t0 + 0.5 * (t1 - t0)
-    started = int((start.to_numpy() >= mid).sum())
-    if started >= 50 and hops.mean() > 0:
-        rate = float((mv["t_send"] >= mid).sum()) / started
-        dist = dist.scaled(rate / float(hops.mean()))
+    hops = mv[mv["sim_id"].isin(use)].groupby("sim_id").size().reindex(use, fill_value=0).to_numpy(np.int64)
+    dist = _integer_distribution(_unthinned(np.bincount(hops), (M - 1) / M))
+    w0, w1 = window
+    ended = mine[mine["kind"].eq("update")].groupby("sim_id")["t_end"].max()
+    done = int(((ended >= w0) & (ended <= w1)).sum())
+    if done >= 50 and hops.mean() > 0:
+        moved = int(((mv["t_send"] >= w0) & (mv["t_send"] <= w1)).sum())
+        dist = dist.scaled(moved / done / float(hops.mean()))
     return dist
+
+
+def _unthinned(seen: np.ndarray, p: float, iterations: int = 2000) -> np.ndarray:
+    """The distribution of n (index: n) whose Binomial(n, p) thinning gives counts `seen` (index: hops):
+    the maximum-likelihood mixture by EM, from uniform weights on 0 .. the most hops / p (and a few more)."""
+    if p >= 1.0:
+        return seen / seen.sum()
+    n_max = int(np.ceil((len(seen) - 1) / p)) + 3
+    n = np.arange(n_max + 1)
+    h = np.arange(len(seen))[:, None]
+    with np.errstate(divide="ignore"):
+        logc = np.array([[math.lgamma(k + 1) - math.lgamma(j + 1) - math.lgamma(k - j + 1) if j <= k else -np.inf
+                          for k in n] for j in range(len(seen))])
+        like = np.exp(logc + h * np.log(p) + (n[None, :] - h) * np.log1p(-p))  # P(hops | n)
+    w = np.full(n_max + 1, 1.0 / (n_max + 1))
+    total = seen.sum()
+    for _ in range(iterations):
+        mix = like @ w
+        w = w * (like.T @ np.where(mix > 0, seen / np.where(mix > 0, mix, 1.0), 0.0)) / total
+    return w / w.sum()
+
+
+def _integer_distribution(pmf: np.ndarray) -> Distribution:
+    """An empirical Distribution that draws whole numbers with these probabilities (index: the number): its
+    quantile function is flat at each, rising to the next within 1e-9 of probability."""
+    ks = np.flatnonzero(pmf > 1e-6)
+    ws = pmf[ks] / pmf[ks].sum()
+    if len(ks) == 1:
+        return Distribution("const", value=float(ks[0]))
+    q, p = [float(ks[0])], [0.0]
+    c = 0.0
+    for i, k in enumerate(ks):
+        if i:
+            q.append(float(k))
+            p.append(c + 1e-9)
+        c += float(ws[i])
+        q.append(float(k))
+        p.append(c)
+    p[-1] = 1.0
+    return Distribution("empirical", quantiles=tuple(q), probs=tuple(p))
 
 
 def _fit_hot_steps(ms, M: int) -> tuple[tuple[float, ...], ...]:

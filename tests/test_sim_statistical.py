@@ -73,13 +73,14 @@ def test_hot_steps_load_their_ranks_and_fit_back(tmp_path):
     M = tr.meta["ranks"]["search"]
     share = (first["dst"] == hot_rank(0, 0, 0, M)).mean()
     assert share == pytest.approx(0.5 + 0.5 / M, abs=0.06)
-    # the hot rank is overloaded: it forwards playouts (4.2.5)
-    assert hot["messages_by_kind_per_s"].get("PLAYOUT_FWD", 0) > even["messages_by_kind_per_s"].get("PLAYOUT_FWD", 0)
+    # the hot rank is overloaded: it forwards most of the playouts that are forwarded (4.2.5)
+    fwd = tr.messages[tr.messages["kind"] == "PLAYOUT_FWD"]
+    assert len(fwd) > 20 and (fwd["src"] == hot_rank(0, 0, 0, M)).mean() > 0.5
     w = fit_workload(tr)
     assert w.hot_steps and w.hot_steps[0][0] == pytest.approx(0.5, abs=0.08)
-    # within 20%: the fit corrects for simulations still in flight from the rates in the trace's second half,
-    # which the overloaded hot rank's backlog still moves
-    assert w.remote_steps.mean == pytest.approx(prepare(base).workload.remote_steps.mean, rel=0.2)
+    # the fit's rate is MOVEs per simulation ended within the run's measured window, not counting the work the
+    # kernel booked past the run's end: the overloaded hot rank's backlog does not bias it
+    assert w.remote_steps.mean == pytest.approx(prepare(base).workload.remote_steps.mean, rel=0.1)
 
 
 def test_workload_overrides_and_validation():
@@ -136,10 +137,11 @@ def test_idle_nap_slows_the_statistical_fidelity_like_the_functional():
     """io.idle_nap: an idle IO core sees input only at the end of its nap, so lightly loaded ranks wait
     for moves and updates; both fidelities lose worker time to it."""
     def run(fid, nap):
-        # chain 1: the statistical fidelity does not model packages that chain simulations (params.chain)
+        # chain 1: the statistical fidelity does not model packages that chain simulations (params.chain);
+        # its runs are cheap, and long enough that the nap's few percent stand out of their noise
         extra = {"table_mb": 2, "chain": 1} if fid == "functional" else {}
-        return simulate(SimConfig(algo="treesplit", nodes=2, seconds=0.03, warmup=0.01, fidelity=fid,
-                                  params={"io.idle_nap": nap, **extra}))
+        return simulate(SimConfig(algo="treesplit", nodes=2, seconds=0.03 if fid == "functional" else 0.1,
+                                  warmup=0.01, fidelity=fid, params={"io.idle_nap": nap, **extra}))
 
     stat0, stat1 = run("statistical", "0"), run("statistical", "1e-3")
     assert stat1["busy_frac"] < stat0["busy_frac"] - 0.02

@@ -60,7 +60,7 @@ def test_growing_rings_and_draining_the_trace_change_nothing(tmp_path, monkeypat
                     trace=str(tmp_path / "a"), sample_interval=0.003)
     roomy = simulate(cfg)
     monkeypatch.setattr(st.StatWorld, "RING", 2)
-    monkeypatch.setattr(st.StatWorld, "WINDOWS", 1)
+    monkeypatch.setattr(st.StatWorld, "ARRIVALS", 1)
     monkeypatch.setattr(st.StatWorld, "TRACE_ROWS", 600)
     monkeypatch.setattr(st.StatWorld, "TRACE_MARGIN", 300)
     tight = simulate(dataclasses.replace(cfg, trace=str(tmp_path / "b")))
@@ -140,23 +140,61 @@ def test_hybrid_agrees_roughly_with_functional(tmp_path):
 GO9 = dict(profile="local", game="go", board=9, seconds=0.15, warmup=0.01)
 
 
-@pytest.mark.parametrize("algo,nodes,params", [
-    ("treesplit", 2, {}),
-    ("tds", 2, {}),
-    ("leaf", 2, {}),
-    ("root", 2, {"merge_every": 16}),
-    ("hybrid", 4, {"groups": 2, "merge_every": 32}),
+def steady(cfg: SimConfig):
+    """cfg's profile with every package cost capped at its 99th percentile. The local profile's rare
+    multi-millisecond packages (a descheduled thread on the machine it was measured on) stall a 0.15 s run
+    for up to a third of it, and per-simulation figures then depend on where the measured window ends
+    (hops per simulation from -4% to +31% of the functional fidelity's over six seeds, with the same model)."""
+    from sim.distributions import Distribution
+    from sim.simulate import resolve_profile
+
+    prof = resolve_profile(cfg)
+    costs = {}
+    for k, d in prof.costs.items():
+        if d.dist == "empirical":
+            cap = float(np.interp(0.99, d._probs(), d.quantiles))
+            d = Distribution("empirical", quantiles=tuple(min(q, cap) for q in d.quantiles), probs=d.probs)
+        costs[k] = d
+    return dataclasses.replace(prof, costs=costs)
+
+
+@pytest.mark.parametrize("algo,nodes,bcast,params", [
+    ("treesplit", 2, None, {}),
+    ("tds", 2, None, {}),
+    ("leaf", 2, None, {}),
+    ("root", 2, None, {"merge_every": 16}),
+    ("hybrid", 4, None, {"groups": 2, "merge_every": 32}),
+    ("treesplit", 4, 1, {}),
+    ("hybrid", 4, 2, {"groups": 2, "merge_every": 32}),
 ])
-def test_messages_bytes_and_hops_per_simulation_agree_with_functional(tmp_path, algo, nodes, params):
+def test_messages_bytes_and_hops_per_simulation_agree_with_functional(tmp_path, algo, nodes, bcast, params):
     """Per simulation, the kernel sends as many messages, bytes and hops as the roles do in the functional
-    fidelity, with the workload fitted on that run's trace (message sizes come from the records' layout and
-    the counts the workload fits, not from the profile)."""
-    base = SimConfig(algo=algo, nodes=nodes, params={"table_mb": 2, "game.komi": 7.0, "node.cores": 1, **params}, **GO9)
-    fun = simulate(dataclasses.replace(base, fidelity="functional", trace=str(tmp_path)))
-    stat = simulate(dataclasses.replace(base, fidelity="statistical", workload=str(tmp_path)))
-    assert fun["messages_per_sim"] > 0
-    for key, tol in (("messages_per_sim", 0.12), ("bytes_per_sim", 0.12), ("hops_per_sim", 0.2)):
+    fidelity, and as many of each kind, with the workload fitted on that run's trace (message sizes come
+    from the records' layout and the counts the workload fits, not from the profile). With broadcast ranks
+    the rows a client gets are the others' (model/roles/broadcast.py), merged in windows that its first
+    input opens."""
+    base = SimConfig(algo=algo, nodes=nodes, bcast_nodes=bcast,
+                     params={"table_mb": 2, "game.komi": 7.0, "node.cores": 1, **params}, **GO9)
+    prof = steady(base)
+    fun = simulate(dataclasses.replace(base, fidelity="functional", trace=str(tmp_path)), profile=prof)
+    stat = simulate(dataclasses.replace(base, fidelity="statistical", workload=str(tmp_path)), profile=prof)
+    assert fun["messages_per_sim"] > 0 and fun["bcast_ranks"] == stat["bcast_ranks"] == (bcast or 0)
+    for key, tol in (("messages_per_sim", 0.12), ("bytes_per_sim", 0.12), ("hops_per_sim", 0.1)):
         assert stat[key] == pytest.approx(fun[key], rel=tol, abs=1e-3), key
+    per_sim = lambda s, k: s["messages_by_kind_per_s"].get(k, 0.0) / s["sims_per_s"]  # noqa: E731
+    for kind in set(fun["messages_by_kind_per_s"]) | set(stat["messages_by_kind_per_s"]):
+        assert per_sim(stat, kind) == pytest.approx(per_sim(fun, kind), rel=0.2, abs=0.02), kind
+
+
+def test_a_broadcast_rank_never_sends_a_client_its_own_rows(tmp_path):
+    """One search rank and its broadcast rank: the search rank's SYNCs reach nobody else, so nothing comes
+    back (model/roles/broadcast.py never echoes a client's rows)."""
+    s = simulate(SimConfig(algo="treesplit", profile="local", nodes=1, bcast_nodes=1, seconds=0.05,
+                           fidelity="statistical", trace=str(tmp_path), params={"workload.syncs_per_sim": "0.5"}))
+    assert s["search_ranks"] == s["bcast_ranks"] == 1
+    ms = read_trace(tmp_path).messages
+    assert (ms["kind"].eq("SYNC") & ms["src"].eq(0)).sum() > 10
+    assert not ms["src"].eq(1).any()
 
 
 def test_message_sizes_are_the_records_of_messages_py(tmp_path):
