@@ -227,19 +227,24 @@ def test_strength_scaling_quick(run_cli, tmp_path):
     _report_ok(tmp_path, "strength-scaling")
 
 
-@pytest.mark.mpi
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_sim_validation_quick_keeps_a_history(run_cli, tmp_path):
+def test_sim_validation_quick_keeps_a_history(monkeypatch, tmp_path):
+    """Two quick runs append two rows to the history. The engine runs and simulations are stand-ins
+    (validate_helpers.fake_runs): the real quick validation runs once in the suite, as README's command
+    (test_readme.py); this is the experiment around it: its quick settings, history, table and report."""
+    from experiments.runner import run_experiment
+    from validate_helpers import fake_runs
+
+    fake_runs(monkeypatch)
     for _ in range(2):
-        r = run_cli("experiment", "sim-validation", "--quick", "--out", str(tmp_path), timeout=560)
-        assert r.returncode == 0, r.stderr[-2000:]
+        run_experiment("sim-validation", tmp_path, quick=True)
     h = pd.read_csv(tmp_path / "history.csv")
     assert len(h) == 2 and h.commit.notna().all() and h.machine.notna().all()
     assert (h.configurations == 6).all() and (h.figures_compared > 0).all()
     assert (h.held_out_configurations == 5).all() and (h.calibrated_on == "treesplit 2x1 9x9").all()
+    assert (h.seconds == 0.5).all() and (h.boards.astype(str) == "9").all()  # the [quick] settings reached validate
     v = pd.read_csv(tmp_path / "validate.csv")
     assert (v.sims_per_s_measured > 0).all() and (v.sims_per_s_predicted > 0).all()
+    assert "[sources]" in (tmp_path / "reference-profile.toml").read_text()
     s = _report_ok(tmp_path, "sim-validation")
     assert s["results"]["runs_in_history"] == 2
 
