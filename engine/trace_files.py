@@ -23,16 +23,18 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.machine import machine_description, versions
 from model.errors import TraceError
 from model.trace import META_REQUIRED, SCHEMA_VERSION, TABLES, Meta, schema
+
+if TYPE_CHECKING:  # pandas only for the readers' results, which pyarrow makes: a rank that writes never loads it
+    import pandas as pd
 
 SEGMENT_EVERY = 1.0  # s: a part's rows reach the disk at least this often (what a killed writer loses)
 
