@@ -1611,6 +1611,13 @@ def bind(a: Arrays) -> Core:
     if numba.config.DISABLE_JIT:  # the kernels as plain Python (debugging): they read the arrays themselves,
         # records through attributes as numba reads them
         return Arrays(*[x.view(np.recarray) if isinstance(x, np.ndarray) and x.dtype.names else x for x in a])
+    return _new_core(a)
+
+
+@njit(cache=True)
+def _new_core(a):
+    # Core(*a) from Python compiles StructRefProxy's constructor afresh in every process (numba does not cache
+    # it): ~7 s of each rank's start-up. Built here, the constructor is cached like any kernel.
     return Core(*a)
 
 
