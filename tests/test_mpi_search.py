@@ -153,6 +153,26 @@ def test_many_duplicated_nodes_stay_consistent_and_the_run_ends(run_cli, tmp_pat
     assert res["root_visits_by_rank"] == [sims, sims] and res["dup_consistent"]
 
 
+@pytest.mark.mpi
+@pytest.mark.timeout(240)
+def test_ranks_load_the_kernels_together_once_a_run_of_their_kind_cached_them(run_cli, tmp_path):
+    """The first run of a kind builds rank 0's host first (it may compile the kernels) and leaves a stamp in
+    numba's cache; the next run's ranks all load at once. Both ways give a whole search."""
+    from engine.mpi.config import DistributedConfig
+    from engine.mpi.rank import warm_stamp
+
+    stamp = warm_stamp(DistributedConfig(algo="tds", board=9, ranks=2, threads=1, sims=300))
+    assert stamp is not None and stamp.parent == Path(os.environ["NUMBA_CACHE_DIR"])
+    assert warm_stamp(DistributedConfig(algo="tds", board=9, ranks=2, threads=2, sims=300)) != stamp
+    stamp.unlink(missing_ok=True)
+    for _ in range(2):
+        r = run_cli("search", "--algo", "tds", "--board", "9", "--ranks", "2", "--threads", "1", "--sims", "300",
+                    "--json", timeout=200, env={"TMPDIR": str(tmp_path)})
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["sims"] == 300
+        assert stamp.exists()
+
+
 def _gtp_moves(stdout: str) -> list[str]:
     return [line[2:].strip() for line in stdout.splitlines() if line.startswith("= ") and line[2:].strip()]
 

@@ -31,6 +31,7 @@ import threading
 import time
 import traceback
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,15 @@ class WorkerFailed(Exception):
     def __init__(self, message: str, details: str):
         super().__init__(message)
         self.details = details
+
+
+def warm_stamp(cfg: DistributedConfig) -> Path | None:
+    """The file that says the kernels a rank of this kind of run loads are in numba's cache (None: no cache)."""
+    d = os.environ.get("NUMBA_CACHE_DIR")
+    if not d:
+        return None
+    kind = f"{cfg.algo}-{cfg.game}-w{cfg.workers}-t{int(bool(cfg.trace))}-r{min(cfg.ranks, 2)}-{cfg.role_factory}"
+    return Path(d) / ("warm-" + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in kind))
 
 
 class RankRuntime:
@@ -135,16 +145,31 @@ class RankRuntime:
             restore()
         return None  # not reached: abort() ends the process
 
+    def _build_host(self) -> Host:
+        """Every rank's host, loading the numba kernels from the cache all at once where an earlier run of this
+        kind (stamp file in the cache) put them there; else rank 0 first, which compiles and caches them (after
+        a code change), then the others, which load them instead of all compiling at once."""
+        cfg = self.config
+        stamp = warm_stamp(cfg)
+        warm = np.array([self.rank == 0 and stamp is not None and stamp.exists()], dtype=np.int32)
+        self.comm.Bcast(warm, root=0)
+        if warm[0]:
+            return make_host(cfg, self.rank, self.size, self.cache)
+        if self.rank == 0:
+            host = make_host(cfg, self.rank, self.size, self.cache)
+            if stamp is not None:
+                try:
+                    stamp.touch()
+                except OSError:
+                    pass
+            self.comm.Barrier()
+            return host
+        self.comm.Barrier()
+        return make_host(cfg, self.rank, self.size, self.cache)
+
     def _run(self) -> dict[str, Any] | None:
         cfg = self.config
-        # Rank 0 builds its role first: that loads (or, after a code change, compiles and caches) the numba
-        # kernels once, and the other ranks then load them from the cache instead of all compiling at once.
-        if self.rank == 0:
-            self.host = host = make_host(cfg, self.rank, self.size, self.cache)
-            self.comm.Barrier()
-        else:
-            self.comm.Barrier()
-            self.host = host = make_host(cfg, self.rank, self.size, self.cache)
+        self.host = host = self._build_host()
         # before the clock starts: rank 0's meta.json costs imports and file writes
         self.rec = Recorder(self.rank, cfg.trace, self._meta() if self.rank == 0 else None,
                             cfg.trace_sample_rate, cfg.telemetry)
