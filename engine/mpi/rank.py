@@ -354,14 +354,10 @@ class RankRuntime:
                 self.io_busy += t1 - t0
                 if logging:
                     host.record_parts_run(rec, t0, t1, c0, c1)
-            for dst, records, count in host.take_outbox():
-                ep.post_records(dst, records, count)
             t = now()
-            ticked = self._tick(t, next_tick)
-            if ticked != next_tick:
-                next_tick = ticked
-                for dst, records, count in host.take_outbox():
-                    ep.post_records(dst, records, count)
+            next_tick = self._tick(t, next_tick)
+            for dst, records, count in host.take_outbox():  # the batch's records and what a tick added
+                ep.post_records(dst, records, count)
             while self.outbox:
                 ep.post(*self.outbox.popleft())
             ep.flush()
