@@ -89,7 +89,14 @@ def warm_stamp(cfg: DistributedConfig) -> Path | None:
     d = os.environ.get("NUMBA_CACHE_DIR")
     if not d:
         return None
-    kind = f"{cfg.algo}-{cfg.game}-w{cfg.workers}-t{int(bool(cfg.trace))}-r{min(cfg.ranks, 2)}-{cfg.role_factory}"
+    import platform
+
+    import numba
+    from llvmlite import binding
+
+    # numba's cache entries are valid for one numba, Python and CPU: a stamp left by another is no stamp
+    kind = (f"{cfg.algo}-{cfg.game}-w{cfg.workers}-t{int(bool(cfg.trace))}-r{min(cfg.ranks, 2)}-{cfg.role_factory}"
+            f"-{numba.__version__}-{platform.python_version()}-{binding.get_host_cpu_name()}")
     return Path(d) / ("warm-" + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in kind))
 
 
