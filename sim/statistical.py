@@ -209,6 +209,7 @@ class StatWorld:
         I[K.I_AMAF], I[K.I_RAVE] = (actions, 1) if rave else (0, 0)
         I[K.I_ROWS] = max(1, round(workload.sync_rows * (actions + 1)))
         F[K.C_TOP], F[K.C_TAIL] = workload.top_steps, workload.tail_steps
+        F[K.C_SYNC_SHAPE] = workload.sync_gap_shape
         v["pf"][:, PF_H] = v["pf"][:, PF_CAP] = bin_width
         v["pf"][R:2 * R, PF_H] = worker_bin_width
         v["pf"][R:2 * R, PF_CAP] = max(W, 1) * worker_bin_width

@@ -56,13 +56,13 @@ NH = 34
 N_IHEAD = NH + 27
 # F: float settings, then the clock
 (C_O, C_PM, C_PB, C_SPB, C_L, C_GAP, C_GPB, C_EAGER, C_SHML, C_SHMG, C_NAP, C_OPM, C_PERPKG, C_FHELD, C_DELAY,
- C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_TOP, C_TAIL, C_NOW) = range(22)
-N_FHEAD = 22
+ C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_TOP, C_TAIL, C_SYNC_SHAPE, C_NOW) = range(23)
+N_FHEAD = 23
 N_UHEAD = 1  # U: the random generator's state (model/rng.py: U[0])
 # rf columns (per-rank floats)
 (RF_LOOP, RF_ITER, RF_LAM, RF_IDLE, RF_POLL, RF_ITERS, RF_MARK_WORK, RF_SYNC_ACC, RF_MOVES_IN, RF_MARK_MOVES,
- RF_MOVE_LAM, RF_FLUSH) = range(12)
-N_RF = 12
+ RF_MOVE_LAM, RF_FLUSH, RF_SYNC_NEXT) = range(13)
+N_RF = 13
 # ri columns (per-rank ints), then messages out per kind, then packages per kind
 (RI_NMSGS, RI_MARK_MSGS, RI_BYTES_OUT, RI_MSGS_IN, RI_SIMS_DONE, RI_PLAYOUTS, RI_NODES, RI_STARTED, RI_DONE_LOCAL,
  RI_RR, RI_MERGED, RI_W) = range(12)
@@ -115,6 +115,39 @@ def _rand(U):
     return (next_u64(U) >> uint64(11)) * (1.0 / 9007199254740992.0)  # the generator's state is U[0]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _normal(U):
+    u1 = 1.0 - _rand(U)  # (0, 1]
+    u2 = _rand(U)
+    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+
+@njit(cache=True, nogil=True)
+def _sync_gap(F, U):
+    """The next gap between a rank's SYNCs in units of its mean (1 / syncs_per_sim simulations): gamma of
+    shape F[C_SYNC_SHAPE] (workload.sync_gap_cv), or exactly 1 (evenly spaced, no draw) at shape 0.
+    Marsaglia and Tsang's method; a shape below 1 is drawn at shape + 1 and scaled by u ** (1 / shape)."""
+    shape = F[C_SYNC_SHAPE]
+    if shape <= 0.0:
+        return 1.0
+    a = shape if shape >= 1.0 else shape + 1.0
+    d = a - 1.0 / 3.0
+    c = 1.0 / np.sqrt(9.0 * d)
+    while True:
+        z = _normal(U)
+        v = 1.0 + c * z
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        if np.log(1.0 - _rand(U)) < 0.5 * z * z + d - d * v + d * np.log(v):
+            break
+    x = d * v
+    if shape < 1.0:
+        x *= (1.0 - _rand(U)) ** (1.0 / shape)
+    # the caller loops while its count passes the gap: a gap that underflows to 0 would never end it
+    return max(x / shape, 1e-9)
+
+
 @njit(cache=True, nogil=True)
 def _draw(F, I, U, d):
     """One value of distribution d (sim/distributions.py's Distribution.draw, one at a time)."""
@@ -122,10 +155,7 @@ def _draw(F, I, U, d):
     if k == DIST_CONST:
         return F[I[H_DP] + 2 * d]
     if k == DIST_LOGNORMAL:
-        u1 = 1.0 - _rand(U)  # (0, 1]
-        u2 = _rand(U)
-        z = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
-        return F[I[H_DP] + 2 * d] * np.exp(F[I[H_DP] + 2 * d + 1] * z)
+        return F[I[H_DP] + 2 * d] * np.exp(F[I[H_DP] + 2 * d + 1] * _normal(U))
     u = _rand(U)
     n = I[I[H_DN] + d]
     p0 = I[H_DPR] + d * I[H_Q]
@@ -556,12 +586,20 @@ def _done(F, I, U, UL, NL, WU, WA, r):
         n = F[C_NODES] * G
         ni = int(n)
         I[ri + RI_NODES] += ni + (1 if _rand(U) < n - ni else 0)
+        # a rank's SYNCs are due when its completed simulations (in units of 1 / syncs_per_sim) pass the
+        # next gap; gaps drawn with the roles' spread (workload.sync_gap_cv) bunch some SYNCs closer than
+        # even spacing would, and a broadcast window then merges them as the roles' are merged
         acc = I[H_RF] + r * N_RF + RF_SYNC_ACC
+        nxt = I[H_RF] + r * N_RF + RF_SYNC_NEXT
+        if F[nxt] == 0.0:  # the rank's first gap
+            F[nxt] = _sync_gap(F, U)
         F[acc] += F[C_SYNCS] * G
-        if F[acc] >= 1.0:
-            k = int(F[acc])
-            F[acc] -= k
-            _send_syncs(F, I, U, UL, NL, WU, WA, r, t, k)
+        while F[acc] >= F[nxt]:
+            # several due at once (short gaps, or a bundle of simulations) are as many SYNCs: syncs_per_sim
+            # and sync_rows are fitted per message
+            F[acc] -= F[nxt]
+            F[nxt] = _sync_gap(F, U)
+            _send_syncs(F, I, U, UL, NL, WU, WA, r, t, 1)
     if a == A_ROOT or a == A_HYBRID:
         # root parallelisation between groups (root: every rank a group of its own): every merge_every own
         # simulations one MERGE to every search rank of the other groups, applied there in a sync package

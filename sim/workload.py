@@ -9,6 +9,11 @@ fidelity draws them instead, from a Workload fitted to a trace (an engine trace 
                     From a trace: the distribution whose thinning by (M-1)/M gives the hops per simulation.
     expands_per_sim expand packages per simulation
     syncs_per_sim   SYNC messages a search rank sends per simulation it completes (treesplit, root)
+    sync_gap_cv     the spread of a search rank's gaps between SYNCs: their coefficient of variation. The
+                    kernel draws each gap, in the rank's completed simulations, from a gamma distribution of
+                    mean 1 / syncs_per_sim and this spread (0: evenly spaced). What a broadcast window merges
+                    depends on it: the more SYNCs come close together, the fewer a window sends on. From a
+                    trace: per rank, its own simulations that ended between two of its SYNCs
     nodes_per_sim   tree nodes created per simulation (NPS)
     dup_nodes       how many shared nodes synchronisation messages are about (merging at broadcast ranks).
                     From a trace: the search ranks' duplicated nodes, on average over its samples
@@ -54,6 +59,7 @@ class Workload:
     remote_steps: Distribution
     expands_per_sim: float = 0.2
     syncs_per_sim: float = 0.25
+    sync_gap_cv: float = 0.0
     nodes_per_sim: float = 1.0
     dup_nodes: int = 64
     hot_steps: tuple[tuple[float, ...], ...] = ()
@@ -66,12 +72,19 @@ class Workload:
         for f in ("expands_per_sim", "syncs_per_sim", "nodes_per_sim", "top_steps", "tail_steps", "sync_rows"):
             v = getattr(self, f)
             check(math.isfinite(v) and v >= 0, f"workload.{f}", f"must be >= 0, got {v!r}")
+        check(math.isfinite(self.sync_gap_cv) and 0 <= self.sync_gap_cv <= MAX_SYNC_GAP_CV, "workload.sync_gap_cv",
+              f"must be in [0, {MAX_SYNC_GAP_CV}], got {self.sync_gap_cv!r}")
         check(self.dup_nodes >= 1, "workload.dup_nodes", "must be >= 1")
         check(len(self.hot_steps) <= MAX_HOT_STEPS, "workload.hot_steps", f"at most {MAX_HOT_STEPS} steps")
         for k, shares in enumerate(self.hot_steps):
             check(len(shares) <= MAX_HOT_NODES, "workload.hot_steps", f"step {k}: at most {MAX_HOT_NODES} nodes")
             check(all(math.isfinite(x) and x >= 0 for x in shares) and sum(shares) <= 1.0 + 1e-9,
                   "workload.hot_steps", f"step {k}: shares must be >= 0 and sum to at most 1, got {list(shares)}")
+
+    @property
+    def sync_gap_shape(self) -> float:
+        """The gamma shape of the SYNC gaps (1 / cv^2); 0 for evenly spaced ones."""
+        return 1.0 / self.sync_gap_cv ** 2 if self.sync_gap_cv > 0 else 0.0
 
     def to_toml(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -82,6 +95,7 @@ class Workload:
 
 MAX_HOT_STEPS = 4   # remote steps with hot nodes (deeper steps spread over many nodes)
 MAX_HOT_NODES = 16  # hot nodes per step
+MAX_SYNC_GAP_CV = 4.0  # gamma shape >= 1/16: a smaller one draws mostly near-zero gaps, a burst per SYNC
 
 
 def hot_rank(seed: int, step: int, node: int, ranks: int) -> int:
@@ -179,7 +193,9 @@ def fit_workload(trace) -> Workload:
         if algo in ("treesplit", "hybrid") and (dup > 0).any():
             dup_nodes = max(1, round(float(dup.mean())))
     sizes = _fit_records(ms, meta, n_search, base) if not ms.empty else {}
+    gap_cv = _fit_sync_gap_cv(pk, ms, n_search, per_sync, rate, measured_window(trace)[0], base.sync_gap_cv)
     w = Workload(remote_steps=remote, expands_per_sim=expands / n_sims, syncs_per_sim=syncs_per_sim,
+                 sync_gap_cv=gap_cv,
                  nodes_per_sim=nodes_per_sim, dup_nodes=dup_nodes, hot_steps=hot, **sizes,
                  source=f"fitted from trace {trace.path.name} ({algo}, M={M}, {n_sims} simulations)")
     w.validate()
@@ -239,6 +255,29 @@ def _fit_records(ms, meta: dict, n_search: int, base: Workload) -> dict[str, flo
     if len(rows):
         out["sync_rows"] = float(np.mean((rows["bytes"].to_numpy() - HEAD) / STAT.itemsize)) / (children + 1)
     return {k: round(v, 4) for k, v in out.items()}
+
+
+def _fit_sync_gap_cv(pk, ms, n_search: int, per_sync: int, rate: float, t0: float, base: float) -> float:
+    """The coefficient of variation of the search ranks' gaps between SYNCs from t0 on, counted in the
+    simulations that the rank started (its first package ran there) and that ended in between; a
+    synchronisation without broadcast ranks is per_sync SYNCs at once: one gap. Counted in simulations, as
+    the kernel draws them, and not in time: a gap in time also holds the ranks' stalls and the tree's phases,
+    which the kernel brings about from its own costs (experiments/SIMULATOR.md). A sampled trace (rate < 1)
+    keeps SYNCs by count, so its gaps join several of the rank's: `base` then, as with too few gaps (< 30)."""
+    if ms.empty or pk.empty or rate < 1.0:
+        return base
+    sy = ms[ms["kind"].eq("SYNC") & (ms["src"] < n_search)]
+    by_sim = pk[pk["sim_id"] >= 0].sort_values("t_start").groupby("sim_id")
+    origin, ended = by_sim["rank"].first().to_numpy(), by_sim["t_end"].max().to_numpy()
+    gaps = [np.zeros(0, np.int64)]
+    for r, ts in sy.groupby("src")["t_send"]:
+        ts = np.sort(ts.to_numpy())[::per_sync]
+        done = np.sort(ended[origin == r])
+        gaps.append(np.diff(np.searchsorted(done, ts[ts >= t0], side="right")))
+    g = np.concatenate(gaps)
+    if len(g) < 30 or g.mean() <= 0:
+        return base
+    return round(min(MAX_SYNC_GAP_CV, float(g.std() / g.mean())), 4)
 
 
 def _fit_remote_steps(pk, ms, sims, M: int, window: tuple[float, float]) -> Distribution:

@@ -95,6 +95,10 @@ def test_workload_overrides_and_validation():
         workload_from_dict({"remote_steps": 1, "hot_steps": [[0.7, 0.6]]})
     with pytest.raises(ConfigError, match="workload.hot_steps"):
         workload_from_dict({"remote_steps": 1, "hot_steps": "hot"})
+    with pytest.raises(ConfigError, match="workload.sync_gap_cv"):
+        workload_from_dict({"remote_steps": 1, "sync_gap_cv": -0.5})
+    # a workload file from before the SYNC gaps' spread was fitted: evenly spaced SYNCs, as it was run then
+    assert workload_from_dict({"remote_steps": 1, "syncs_per_sim": 0.1}).sync_gap_shape == 0.0
     with pytest.raises(ConfigError, match="drain"):
         prepare(SimConfig(fidelity="statistical", drain=True))
 

@@ -180,16 +180,20 @@ def test_messages_bytes_and_hops_per_simulation_agree_with_functional(tmp_path, 
     fun = simulate(dataclasses.replace(base, fidelity="functional", trace=str(tmp_path)), profile=prof)
     stat = simulate(dataclasses.replace(base, fidelity="statistical", workload=str(tmp_path)), profile=prof)
     assert fun["messages_per_sim"] > 0 and fun["bcast_ranks"] == stat["bcast_ranks"] == (bcast or 0)
+    if algo in ("treesplit", "hybrid"):  # their roles' SYNC gaps spread, neither even nor a burst per SYNC
+        from sim.workload import fit_workload
+
+        assert 0.15 < fit_workload(read_trace(tmp_path)).sync_gap_cv < 1.5
     for key, tol in (("messages_per_sim", 0.12), ("bytes_per_sim", 0.12), ("hops_per_sim", 0.1)):
         assert stat[key] == pytest.approx(fun[key], rel=tol, abs=1e-3), key
     per_sim = lambda s, k: s["messages_by_kind_per_s"].get(k, 0.0) / s["sims_per_s"]  # noqa: E731
     for kind in set(fun["messages_by_kind_per_s"]) | set(stat["messages_by_kind_per_s"]):
         assert per_sim(stat, kind) == pytest.approx(per_sim(fun, kind), rel=0.2, abs=0.02), kind
-    if bcast and algo == "treesplit":
+    if bcast:
         # what the broadcast ranks send on their own: each client gets the rows its broadcast partner took from
         # the other clients and the peers, never its own back (Schaefers 2014, 4.2.6), so its SYNCs carry
-        # (clients - 1) / clients of a window's rows and not all of them. Not hybrid's: its roles send SYNCs
-        # in bursts that a window merges, the kernel's come evenly spaced (experiments/SIMULATOR.md)
+        # (clients - 1) / clients of a window's rows and not all of them; and a window merges the SYNCs that
+        # come close together, as many as the fitted spread of their gaps (workload.sync_gap_cv) brings
         out = lambda s, k: s[k] * s["bcast_ranks"] / s["sims_per_s"]  # noqa: E731
         for key in ("bcast_msgs_per_rank_s", "bcast_bytes_per_rank_s"):
             assert out(stat, key) == pytest.approx(out(fun, key), rel=0.12), key
@@ -230,3 +234,21 @@ def test_message_sizes_are_the_records_of_messages_py(tmp_path):
                 assert (b == record_size(0, False, 0, 82)).all()
             fb = f_ms.loc[f_ms["kind"] == kind, "bytes"]
             assert b.mean() == pytest.approx(fb.mean(), rel=0.1), kind
+
+
+@pytest.mark.parametrize("cv", [0.0, 0.4, 1.0, 2.0])
+def test_sync_gaps_have_the_workloads_mean_and_spread(cv):
+    """The kernel's SYNC gaps (in units of 1 / syncs_per_sim simulations): gamma with the workload's
+    coefficient of variation and mean 1; exactly 1 without a spread (evenly spaced, the old accumulator)."""
+    import sim.statistical_kernel as K
+    from model.rng import new_rng
+    from sim.workload import Workload
+    from sim.distributions import Distribution
+
+    F = np.zeros(K.N_FHEAD)
+    F[K.C_SYNC_SHAPE] = Workload(Distribution("const", value=0.0), sync_gap_cv=cv).sync_gap_shape
+    U = new_rng(3)
+    g = np.array([K._sync_gap(F, U) for _ in range(40000)])
+    assert g.mean() == pytest.approx(1.0, rel=0.03)
+    assert g.std() == pytest.approx(cv, abs=0.03 * max(cv, 1.0))
+    assert (g > 0).all()
