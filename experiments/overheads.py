@@ -165,6 +165,13 @@ def _lines(t: pd.DataFrame, mode: str, col: str, title: str, y_label: str, log_y
     return f
 
 
+def _over_moves(seq0: float, seq1: float, m0: int, m1: int) -> str:
+    """The sequential time per 10k simulations at the first and last position searched (one, in a quick run)."""
+    if m1 == m0:
+        return f"{seq0:.2f} s per 10k simulations at move {m0}"
+    return f"{seq0:.2f} s per 10k simulations at move {m0}, {seq1:.2f} s at move {m1}"
+
+
 def outcome(cfg: Config, tables: dict):
     t, game = tables["overheads"], tables["game"]
 
@@ -195,8 +202,8 @@ def outcome(cfg: Config, tables: dict):
                       "5.2 seconds for move 300 ... the computation of the playouts makes up by far the largest portion "
                       "of the overall computation time.",
                       "Schaefers 2014, 4.3.3, Figure 4.18 (19x19, 10k simulations)"),
-                f"Ours ({cfg.board}x{cfg.board}): {seq0:.2f} s per 10k simulations at move {m0}, {seq1:.2f} s at move "
-                f"{m1}; playouts take {play_seq:.0%} of the package time."),
+                f"Ours ({cfg.board}x{cfg.board}): {_over_moves(seq0, seq1, m0, m1)}; playouts take {play_seq:.0%} of the "
+                "package time."),
         Section(f"Figure 4.19: time per work-package kind, parallel ({cfg.ranks}(+{cfg.bcast_ranks}) ranks)",
                 _stacked(t, "parallel", par_kinds, "parallel: time per kind"),
                 quote("We can observe an almost identical relative distribution of computation time among the work "
@@ -223,7 +230,8 @@ def outcome(cfg: Config, tables: dict):
         return str(d.idxmax()) if len(d) else "none"
 
     agree = [f"time per simulation falls as the game goes on ({seq0:.2f} to {seq1:.2f} s per 10k simulations "
-             f"from move {m0} to {m1})", f"{' and '.join(most)} packages are the most frequent",
+             f"from move {m0} to {m1})"] if m1 > m0 else []
+    agree += [f"{' and '.join(most)} packages are the most frequent",
              f"heuristics (expand) run {freq.get('expand', 0):.2f} times per simulation",
              f"shared-node updates cost {sync_par:.1%} of the package time"]
     differ = []
