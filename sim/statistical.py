@@ -187,6 +187,12 @@ class StatWorld:
         F[K.C_OPM], F[K.C_PERPKG] = net.overhead + io.per_message, io.per_package
         # a rank with K times its share of S_par waiting is overloaded (4.2.5): forward when the wait is that long
         F[K.C_FHELD] = getattr(params, "balance_k", 1.2) * in_flight
+        # ... and a simulation that came by MOVE goes to the rank of its group with two packages fewer to run
+        # (balance_load), as the role does: two packages of about 0.3 of a simulation's work each (a 2-rank
+        # run's simulations take ~3 packages: a select, a select after the hop with the playout, an update)
+        F[K.C_FLOAD] = (0.6 * sum(c[k].mean for k in ("select", "playout", "update"))
+                        if getattr(params, "balance_load", False) and getattr(params, "forward_playouts", True)
+                        and Mg > 1 and algo in ("treesplit", "tds", "hybrid") else 0.0)
         F[K.C_DELAY] = max(1e-6, float(getattr(params, "bcast_delay", 1e-3)))
         F[K.C_EXPANDS], F[K.C_SYNCS], F[K.C_NODES] = (workload.expands_per_sim, workload.syncs_per_sim,
                                                       workload.nodes_per_sim)

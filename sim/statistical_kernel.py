@@ -56,8 +56,8 @@ NH = 34
 N_IHEAD = NH + 27
 # F: float settings, then the clock
 (C_O, C_PM, C_PB, C_SPB, C_L, C_GAP, C_GPB, C_EAGER, C_SHML, C_SHMG, C_NAP, C_OPM, C_PERPKG, C_FHELD, C_DELAY,
- C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_TOP, C_TAIL, C_SYNC_SHAPE, C_NOW) = range(23)
-N_FHEAD = 23
+ C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_TOP, C_TAIL, C_SYNC_SHAPE, C_FLOAD, C_NOW) = range(24)
+N_FHEAD = 24
 N_UHEAD = 1  # U: the random generator's state (model/rng.py: U[0])
 # rf columns (per-rank floats)
 (RF_LOOP, RF_ITER, RF_LAM, RF_IDLE, RF_POLL, RF_ITERS, RF_MARK_WORK, RF_SYNC_ACC, RF_MOVES_IN, RF_MARK_MOVES,
@@ -439,6 +439,21 @@ def _step_rank(F, I, U, step, Mg):
 
 
 @njit(cache=True, nogil=True)
+def _lighter(F, I, UL, NL, r, t, g0, Mg, wait):
+    """The role's load rule (model/roles/core.py _lighter): the search rank of r's group booked least far
+    ahead of t, if that is at least C_FLOAD seconds (two packages) less than this simulation's wait at r
+    (its backlog there, as the thesis's rule reads it); else -1."""
+    base = I[I_R] if I[I[H_RI] + r * N_RI + RI_W] > 0 else 0
+    best, least = -1, wait - F[C_FLOAD]
+    for d in range(g0, g0 + Mg):
+        if d != r:
+            x = pool_free_from(F, I, UL, NL, base + d, t) - t
+            if x < least:
+                best, least = d, x
+    return best
+
+
+@njit(cache=True, nogil=True)
 def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
     M = I[I_M]
     G = I[I_G]
@@ -503,10 +518,14 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
     # the role forwards the playout while more than K S_par/M MOVEs wait at the rank for their select: by
     # Little's law, its recent MOVE rate times the time this simulation took there (its whole path is
     # booked at once, so the backlog it waited behind is behind it now)
-    if I[I_FORWARD] and F[I[H_RF] + r * N_RF + RF_MOVE_LAM] * (t - t_here) > F[C_FHELD]:
+    dst = -1
+    if F[C_FLOAD] > 0 and n_plan > 1:  # the role's own simulations chain their playouts (never forwarded)
+        dst = _lighter(F, I, UL, NL, r, t, g0, Mg, t - t_here)
+    if dst < 0 and I[I_FORWARD] and F[I[H_RF] + r * N_RF + RF_MOVE_LAM] * (t - t_here) > F[C_FHELD]:
         dst = g0 + int(_rand(U) * (Mg - 1))
         if dst >= r:
             dst += 1
+    if dst >= 0:
         t = _msg(F, I, U, UL, NL, r, t, dst, M_FWD, _steps_bytes(path), sid, False, 1)
         r = dst
     t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)

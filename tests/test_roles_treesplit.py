@@ -11,7 +11,7 @@ from model.roles import Layout, Setup, make_role, make_roles
 from model.roles.base import CONTINUE, EXPAND, PART_KINDS, PLAYOUT, SELECT, SYNC, UPDATE
 from model.roles.invariants import treesplit_problems
 from model.roles.loopback import Loopback
-from model.roles.messages import DUP, MOVE, PLAYOUT_FWD, STEP, Message, Result, Steps
+from model.roles.messages import DUP, MOVE, PLAYOUT_FWD, STEP, Message, Record, Result, Steps
 from model.roles.messages import UPDATE as UPDATE_MSG
 from model.roles.params import TreesplitParams
 from model.roles.core import F_SELECT
@@ -227,7 +227,7 @@ def test_a_walk_back_to_a_node_of_its_path_ends_there():
 
 
 def test_playouts_are_forwarded_only_when_moves_pile_up():
-    role, g, s = _role(W=1, overload=1, balance_k=1.5)
+    role, g, s = _role(W=1, overload=1, balance_k=1.5, balance_load=False)
     role.start()
     steps = np.zeros(1, STEP)
     steps[0]["hash"] = game.hash(g, s)
@@ -239,6 +239,32 @@ def test_playouts_are_forwarded_only_when_moves_pile_up():
     _ran(role, sel[1], F_SELECT, ST_PLAYOUT)
     out = role.on_work_done(sel[1], None)  # 1 MOVE left: under the limit, playout here
     assert [p.kind for p in out.pkgs] == [PLAYOUT] and not out.msgs
+
+
+@pytest.mark.parametrize("balance_load", [True, False])
+def test_a_playout_goes_to_the_rank_with_fewer_packages_to_run(balance_load):
+    """Each MOVE, UPDATE and PLAYOUT_FWD says how many packages its sender has to run; with balance_load a
+    rank with two or more beyond the least loaded rank it knows of sends a playout there, and counts it
+    there until that rank says otherwise."""
+    role, g, s = _role(W=1, overload=1, balance_k=100.0, balance_load=balance_load)
+    role.start()  # one simulation of its own: 1 package
+    steps = np.zeros(1, STEP)
+    steps[0]["hash"] = game.hash(g, s)
+    sel = [role.on_message(Message(MOVE, src, 1, Steps(steps, load=load), sim_id=3 * k + src)).pkgs[0]
+           for k, (src, load) in enumerate([(0, 9), (2, 0), (0, 9), (0, 9)])]
+    assert role.moves_held == 4 < role.balance_limit  # the thesis's rule would keep every playout here
+    out = []
+    for pkg in sel[:3]:
+        _ran(role, pkg, F_SELECT, ST_PLAYOUT)
+        acts = role.on_work_done(pkg, None)
+        out.append([(m.kind, m.dst, Record(m.record()).load) for m in acts.msgs] + [p.kind for p in acts.pkgs])
+    if balance_load:  # 4 to run here (rank 2: 0, rank 0: 9), then 3 (rank 2: 1 from here), then 2 (rank 2: 2)
+        assert out == [[(PLAYOUT_FWD, 2, 4)], [(PLAYOUT_FWD, 2, 3)], [PLAYOUT]]
+        # a playout forwarded here is played here, however light another rank says it is
+        acts = role.on_message(Message(PLAYOUT_FWD, 2, 1, Steps(steps, load=0), sim_id=99))
+        assert [p.kind for p in acts.pkgs] == [PLAYOUT] and not acts.msgs
+    else:
+        assert out == [[PLAYOUT]] * 3
 
 
 def test_updates_wait_while_a_node_is_being_duplicated():

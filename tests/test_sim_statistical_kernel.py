@@ -160,6 +160,7 @@ def steady(cfg: SimConfig):
 
 @pytest.mark.parametrize("algo,nodes,bcast,params", [
     ("treesplit", 2, None, {}),
+    ("treesplit", 2, None, {"balance_load": True}),  # playouts also go to a rank with fewer packages to run
     ("tds", 2, None, {}),
     ("leaf", 2, None, {}),
     ("root", 2, None, {"merge_every": 16}),

@@ -77,7 +77,7 @@ _FIELDS = [
     "rank", "lrank", "M", "kernel_ranks", "local_slots", "G", "group", "world", "quota", "target", "chain",
     "fuse", "forward", "adopt", "gate_syncs", "dup_kind", "sync_kind", "rave", "shared_rng", "seed",
     "n_actions", "depth_cap", "share_root", "merge_every", "n_peers", "track", "accept", "mode", "per_leaf", "slmp", "leaf_ranks",
-    "report_every", "vloss",
+    "report_every", "vloss", "balance_load",
     # state
     "started", "done", "reserved", "in_flight", "stopped", "final_synced", "outstanding", "moves_held",
     "updates_running", "sync_running", "dup_running", "flush_all", "gate_wait", "n_to_dup", "n_to_flush",
@@ -130,6 +130,8 @@ class Arrays(NamedTuple):
     rsteps: np.ndarray    # STEP[2D]       scratch of the transitions: a df-UCT job's report records ...
     rframes: np.ndarray   # FRAME[2D]      ... and their frames
     wjobs: np.ndarray     # int64[M]       leaf master: playout jobs out at each rank
+    load: np.ndarray      # int64[W]       packages each rank has to run, as its last MOVE/UPDATE/PLAYOUT_FWD said
+    #                                       (and raised by each playout forwarded there since)
     rng: np.ndarray       # uint64[1]      the shared random stream (one worker)
     prng: np.ndarray      # uint64[1]      the role's own choices (where to forward a playout)
     sims: np.ndarray      # SIM[P]
@@ -300,12 +302,31 @@ def _pkg(c, slot, kind, front):
 
 
 @njit(cache=True, nogil=True)
-def _forwarding(c):
-    """Whether a leaf reached here leaves the rank for its playout (4.2.5; a leaf master's playout ranks)."""
+def _lighter(c):
+    """The search rank (group-local) with the fewest packages to run, as far as this rank knows, if it has at
+    least two fewer than this one (then a playout is better run there); else -1. A rank's load is its
+    outstanding packages (queued or running, wherever its runtime keeps them)."""
+    cs = c.cs[0]
+    best, best_load = -1, cs.outstanding - 1
+    for r in range(cs.M):
+        if r != cs.lrank:
+            x = c.load[c.glob[r]]
+            if x < best_load:
+                best, best_load = r, x
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _forwarding(c, by_load):
+    """Whether a leaf reached here leaves the rank for its playout (4.2.5; a leaf master's playout ranks);
+    by_load: also to a lighter rank (a playout forwarded here stays: estimates of others' load are late, and
+    two ranks would hand it back and forth)."""
     cs = c.cs[0]
     if cs.mode == MODE_LEAF_MASTER:
         return cs.leaf_ranks > 0
-    return cs.M > 1 and cs.forward != 0 and cs.moves_held > cs.balance_limit
+    if cs.M <= 1 or cs.forward == 0:
+        return False
+    return cs.moves_held > cs.balance_limit or (by_load and cs.balance_load != 0 and _lighter(c) >= 0)
 
 
 @njit(cache=True, nogil=True)
@@ -322,7 +343,7 @@ def _sim_pkg(c, slot, kind, front):
     if cs.fuse:
         s = c.sims[slot]
         s.fuse = 1
-        s.fuse_playout = 1 if (kind == PK_PLAYOUT or not _forwarding(c)) else 0
+        s.fuse_playout = 1 if (kind == PK_PLAYOUT or not _forwarding(c, True)) else 0
         s.may_update = 1 if (s.fuse_playout and not (_dup_waits(c) or cs.dup_running)) else 0
         if s.may_update:
             cs.updates_running += 1
@@ -365,7 +386,7 @@ def _send_steps(c, kind, dst_local, slot):
     s = c.sims[slot]
     n = s.n
     dst = c.glob[dst_local]
-    off = _open(c, dst, kind, s.sim_id, n, 0.0, 0, 0, 0, -1)
+    off = _open(c, dst, kind, s.sim_id, n, 0.0, 0, 0, c.cs[0].outstanding, -1)
     body_steps(c.ob[dst], off, n)[:] = c.steps[slot, :n]
 
 
@@ -447,7 +468,7 @@ def _arrived(c, buf, off, h):
 
 
 @njit(cache=True, nogil=True)
-def _playout_or_forward(c, slot):
+def _playout_or_forward(c, slot, by_load):
     cs = c.cs[0]
     if cs.mode == MODE_LEAF_MASTER and cs.leaf_ranks > 0:
         _leaf_jobs(c, slot)
@@ -455,9 +476,12 @@ def _playout_or_forward(c, slot):
     if cs.mode == MODE_DFUCT:
         _dfuct_playout_or_forward(c, slot)
         return
-    if _forwarding(c):
-        dst = randint(c.prng, cs.M - 1)
-        dst += 1 if dst >= cs.lrank else 0
+    if _forwarding(c, by_load):
+        dst = _lighter(c) if by_load and cs.balance_load != 0 else -1
+        if dst < 0:
+            dst = randint(c.prng, cs.M - 1)
+            dst += 1 if dst >= cs.lrank else 0
+        c.load[c.glob[dst]] += 1
         c.cnt[C_FORWARDED] += 1
         _send_steps(c, K_FWD, dst, slot)
         _release(c, slot)
@@ -510,7 +534,7 @@ def _finish_sim(c, slot, result, local):
                 if steps[k].rank == r:
                     ns += 1
         dst = c.glob[r]
-        off = _open(c, dst, K_UPDATE, s.sim_id, ns, result, 0, na, 0, -1)
+        off = _open(c, dst, K_UPDATE, s.sim_id, ns, result, 0, na, cs.outstanding, -1)
         out = body_steps(c.ob[dst], off, ns)
         if ns == n:
             out[:] = steps[:n]
@@ -1179,6 +1203,8 @@ def receive(c, buf, off, n, log, src, t_send):
             return -1 - off, off
         if (cs.accept >> kind) & 1 == 0:
             return -1 - n - kind, off
+        if src >= 0 and cs.mode == MODE_TREESPLIT and (kind == K_MOVE or kind == K_UPDATE or kind == K_FWD):
+            c.load[src] = h.aux  # the sender's outstanding packages when it wrote the record
         if cs.mode == MODE_DFUCT and (kind == K_MOVE or kind == K_UPDATE or kind == K_FWD):
             _dfuct_receive(c, buf, off, h, kind)
         elif kind == K_MOVE:
@@ -1203,7 +1229,7 @@ def receive(c, buf, off, n, log, src, t_send):
             s.origin_done = 1 if _origin(c, h.sim_id) == cs.lrank else 0
             _update(c, slot)
         elif kind == K_FWD:
-            _playout_or_forward(c, _arrived(c, buf, off, h))
+            _playout_or_forward(c, _arrived(c, buf, off, h), False)
         elif kind == K_JOB:  # a leaf's playout, for the master
             slot = _arrived(c, buf, off, h)
             c.sims[slot].arg = h.aux
@@ -1442,11 +1468,11 @@ def _sim_done(c, slot):
                 _send_steps(c, K_MOVE, s.arg, slot)
                 _release(c, slot)
             elif s.st == ST_PLAYOUT:
-                _playout_or_forward(c, slot)
+                _playout_or_forward(c, slot, True)
             else:  # ST_LOSS (as in the unfused path)
                 _finish_sim(c, slot, _loss_amaf(c, slot), False)
         elif stop == F_EXPAND:  # another thread expanded the node first: a leaf, playout not fused
-            _playout_or_forward(c, slot)
+            _playout_or_forward(c, slot, True)
         elif stop == F_PLAYOUT:
             c.cnt[C_PLAYOUTS] += 1
             _finish_sim(c, slot, s.result, False)
@@ -1465,7 +1491,7 @@ def _sim_done(c, slot):
             _send_steps(c, K_MOVE, s.arg, slot)
             _release(c, slot)
         elif s.st == ST_PLAYOUT:
-            _playout_or_forward(c, slot)
+            _playout_or_forward(c, slot, True)
         elif s.st == ST_EXPAND:
             s.exp_slot = s.arg
             _pkg(c, slot, PK_EXPAND, True)
@@ -1480,7 +1506,7 @@ def _sim_done(c, slot):
             s.insert = 1
             _sim_pkg(c, slot, PK_SELECT, True)
         else:
-            _playout_or_forward(c, slot)
+            _playout_or_forward(c, slot, True)
 
 
 @njit(cache=True, nogil=True)
@@ -1638,6 +1664,7 @@ def new_arrays(t, dt, g, root, history, p, y, *, world: int, M: int, glob, peers
         sent_bytes=np.zeros((world, 16), np.int64), received=np.zeros(16, np.int64),
         ids=np.zeros(1, np.int64), halt=np.zeros(2, np.int64), glob=np.asarray(glob, np.int64),
         peers=np.asarray(peers, np.int64), seen=np.zeros(M, np.int64), wjobs=np.zeros(M, np.int64),
+        load=np.zeros(world, np.int64),
         rsteps=np.zeros(2 * D, STEP), rframes=np.zeros(2 * D if frames else 0, FRAME), rng=np.zeros(1, np.uint64),
         prng=np.zeros(1, np.uint64), sims=sims, steps=np.zeros((P, D), STEP),
         frames=np.zeros((P, D if frames else 0), FRAME), pos=np.zeros((P, L), np.int64),

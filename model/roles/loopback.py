@@ -193,7 +193,7 @@ class BatchLoopback:
 
     def _deliver(self, src: int, dst: int, records) -> None:
         if self.batched[dst]:
-            self.inbox[dst].append(records.copy())
+            self.inbox[dst].append((src, records.copy()))
             return
         from model.roles.messages import split_records
 
@@ -210,8 +210,8 @@ class BatchLoopback:
         role = self.roles[rank]
         worked = False
         if self.batched[rank]:
-            for recs in self.inbox[rank]:
-                role.receive_batch(recs, len(recs), False, -1, 0.0)
+            for src, recs in self.inbox[rank]:
+                role.receive_batch(recs, len(recs), False, src, 0.0)
                 worked = True
             self.inbox[rank] = []
             if role.queued():

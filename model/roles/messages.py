@@ -11,8 +11,8 @@ place as numpy (and numba) record views:
     rows         n_rows STAT records         DUP, SYNC, BCAST, MERGE: statistics increments of tree nodes
     amaf         n_amaf int8, padded to 8    UPDATE, RESULT with RAVE: the playout's first-player map
 
-aux is a df-UCT job's tickets, a broadcast's origin (model/topology.py) or a search rank's sync sequence
-number; dim a broadcast's routing dimension. The hot path (model/roles/core.py) writes and reads these
+aux is a df-UCT job's tickets, a broadcast's origin (model/topology.py), a search rank's sync sequence
+number, or on a treesplit MOVE, UPDATE and PLAYOUT_FWD the sender's outstanding packages; dim a broadcast's routing dimension. The hot path (model/roles/core.py) writes and reads these
 records with the numba helpers below, many to a buffer; an MPI message of the engine is such a buffer
 (engine/mpi/wire.py adds a small batch header). Python code builds single messages with Message(kind, src,
 dst, payload, sim_id) from a Steps, Result or Stats payload, and reads received ones through Record views
@@ -143,34 +143,37 @@ def check_records(buf, n):
 
 # --- Python: single messages --------------------------------------------------------------------------------
 class Steps:
-    """MOVE, PLAYOUT_FWD, JOB: a simulation's step stack; frames/tickets: a df-UCT job's (else None / 0)."""
+    """MOVE, PLAYOUT_FWD, JOB: a simulation's step stack; frames/tickets: a df-UCT job's (else None / 0);
+    load: the sender's outstanding packages (a treesplit MOVE or PLAYOUT_FWD; the header's aux, as tickets)."""
 
-    __slots__ = ("steps", "frames", "tickets")
+    __slots__ = ("steps", "frames", "tickets", "load")
 
-    def __init__(self, steps: np.ndarray, frames: np.ndarray | None = None, tickets: int = 0):
+    def __init__(self, steps: np.ndarray, frames: np.ndarray | None = None, tickets: int = 0, load: int = 0):
         self.steps = steps
         self.frames = frames
         self.tickets = tickets
+        self.load = load
 
     def fields(self) -> tuple:
-        return self.steps, self.frames, None, None, 0.0, self.tickets, -1
+        return self.steps, self.frames, None, None, 0.0, self.tickets or self.load, -1
 
 
 class Result:
     """UPDATE, RESULT, PLAYOUT_RESULT: a game result (first player's view), the step records the receiver
     backs up, optionally the AMAF map; a df-UCT report's merged increments, one FRAME per step."""
 
-    __slots__ = ("result", "steps", "amaf", "frames")
+    __slots__ = ("result", "steps", "amaf", "frames", "load")
 
     def __init__(self, result: float, steps: np.ndarray, amaf: np.ndarray | None = None,
-                 frames: np.ndarray | None = None):
+                 frames: np.ndarray | None = None, load: int = 0):
         self.result = result
         self.steps = steps
         self.amaf = amaf
         self.frames = frames
+        self.load = load  # the sender's outstanding packages (a treesplit UPDATE)
 
     def fields(self) -> tuple:
-        return self.steps, self.frames, None, self.amaf, float(self.result), 0, -1
+        return self.steps, self.frames, None, self.amaf, float(self.result), self.load, -1
 
 
 class Stats:
@@ -246,6 +249,10 @@ class Record:
 
     @property
     def tickets(self) -> int:
+        return int(self._h["aux"])
+
+    @property
+    def load(self) -> int:
         return int(self._h["aux"])
 
     @property

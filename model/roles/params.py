@@ -70,6 +70,7 @@ class TreesplitParams(HopParams):
     alpha: float = 0.02
     balance_k: float = 1.2        # K: forward playouts while more than K S_par / M MOVEs wait here
     forward_playouts: bool = True
+    balance_load: bool = False    # also forward a playout to a rank known to have 2+ fewer packages to run
     bcast_delay: float = 0.001    # seconds a broadcast rank holds SYNCs to merge them (0: forward at once)
     peers: int = 12               # L: most broadcast peers per broadcast rank (Table 4.1)
     bcast_ratio: int = DEFAULT_BCAST_RATIO  # search ranks per broadcast rank, when not given explicitly
