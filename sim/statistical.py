@@ -155,8 +155,9 @@ class StatWorld:
         in_flight = params.in_flight(max(W, 1), Mg)  # S_par / M, as the role computes it
         self.s_par = max(1, round(M * in_flight / G))
         self.per_rank = max(1, round(self.s_par / M))
-        forward = (getattr(params, "forward_playouts", True) and Mg > 1 and W > 0
-                   and algo in ("treesplit", "tds", "hybrid"))
+        may_forward = (getattr(params, "forward_playouts", True) and Mg > 1
+                       and algo in ("treesplit", "tds", "hybrid"))
+        forward = may_forward and W > 0
         c = profile.costs
         self._select_mean = c["select"].mean
         dists = [c[k] for k in K.PKG_KINDS] + [workload.remote_steps]
@@ -191,8 +192,7 @@ class StatWorld:
         # (balance_load), as the role does: two packages of about 0.3 of a simulation's work each (a 2-rank
         # run's simulations take ~3 packages: a select, a select after the hop with the playout, an update)
         F[K.C_FLOAD] = (0.6 * sum(c[k].mean for k in ("select", "playout", "update"))
-                        if getattr(params, "balance_load", False) and getattr(params, "forward_playouts", True)
-                        and Mg > 1 and algo in ("treesplit", "tds", "hybrid") else 0.0)
+                        if may_forward and getattr(params, "balance_load", False) else 0.0)
         F[K.C_DELAY] = max(1e-6, float(getattr(params, "bcast_delay", 1e-3)))
         F[K.C_EXPANDS], F[K.C_SYNCS], F[K.C_NODES] = (workload.expands_per_sim, workload.syncs_per_sim,
                                                       workload.nodes_per_sim)

@@ -519,7 +519,7 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
     # Little's law, its recent MOVE rate times the time this simulation took there (its whole path is
     # booked at once, so the backlog it waited behind is behind it now)
     dst = -1
-    if F[C_FLOAD] > 0 and n_plan > 1:  # the role's own simulations chain their playouts (never forwarded)
+    if F[C_FLOAD] > 0 and n_plan > 1:  # the role's own simulations mostly chain their playouts (kept here)
         dst = _lighter(F, I, UL, NL, r, t, g0, Mg, t - t_here)
     if dst < 0 and I[I_FORWARD] and F[I[H_RF] + r * N_RF + RF_MOVE_LAM] * (t - t_here) > F[C_FHELD]:
         dst = g0 + int(_rand(U) * (Mg - 1))

@@ -12,9 +12,10 @@ place as numpy (and numba) record views:
     amaf         n_amaf int8, padded to 8    UPDATE, RESULT with RAVE: the playout's first-player map
 
 aux is a df-UCT job's tickets, a broadcast's origin (model/topology.py), a search rank's sync sequence
-number, or on a treesplit MOVE, UPDATE and PLAYOUT_FWD the sender's outstanding packages; dim a broadcast's routing dimension. The hot path (model/roles/core.py) writes and reads these
-records with the numba helpers below, many to a buffer; an MPI message of the engine is such a buffer
-(engine/mpi/wire.py adds a small batch header). Python code builds single messages with Message(kind, src,
+number, or on a treesplit MOVE, UPDATE and PLAYOUT_FWD the sender's outstanding packages; dim a broadcast's
+routing dimension. The hot path (model/roles/core.py) writes and reads these records with the numba helpers
+below, many to a buffer; an MPI message of the engine is such a buffer (engine/mpi/wire.py adds a small batch
+header). Python code builds single messages with Message(kind, src,
 dst, payload, sim_id) from a Steps, Result or Stats payload, and reads received ones through Record views
 (decode). `Message.nbytes` is the record's exact size, so traces and the network model count the bytes
 the engine sends.
