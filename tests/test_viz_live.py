@@ -127,7 +127,7 @@ def test_live_views_before_any_record_say_what_they_wait_for():
 
 def test_engine_live_fields_shares_meta_and_tree():
     from engine.mpi.config import DistributedConfig
-    from engine.mpi.live import META_EVERY, LiveFields, final_fields
+    from engine.mpi.live import META_EVERY, LiveFields
 
     cfg = DistributedConfig(algo="treesplit", ranks=2, threads=3, board=9)
 
@@ -140,6 +140,23 @@ def test_engine_live_fields_shares_meta_and_tree():
     second = f.fields(0.4, [0.2, 0.05], 0.12, None)  # worker 0 busy 0.1 s of 0.2 s, the IO thread 0.1 s
     assert second["workers_busy"] == pytest.approx([0.5, 0.0]) and second["io_busy"] == pytest.approx(0.5)
     assert "meta" not in second and f.records == 2 and META_EVERY > 2
+
+def test_engine_live_fields_send_the_first_tree_as_soon_as_there_is_one(monkeypatch):
+    """A rank whose tree is still empty asks again next window: the dashboard's tree view fills within a window
+    of the first node, then refreshes every TREE_EVERY s."""
+    from engine.mpi import live as engine_live
+    from engine.mpi.config import DistributedConfig
+
+    trees = iter([None, {"hash": [1]}, {"hash": [1, 2]}, {"hash": [1, 2, 3]}])
+    monkeypatch.setattr(engine_live, "tree_of", lambda role: next(trees))
+    f = engine_live.LiveFields(DistributedConfig(algo="treesplit", ranks=2, threads=1, board=9))
+    sent = [t for t in (0.0, 0.2, 0.4, 0.2 + engine_live.TREE_EVERY) if "tree" in f.fields(t, [0.0], 0.0, object())]
+    assert sent == [0.2, 0.2 + engine_live.TREE_EVERY]
+
+
+def test_engine_live_final_record_carries_the_move():
+    from engine.mpi.live import final_fields
+
     rec = _window(0, 0.0, 0.2, 1, **final_fields({"sims": 40, "seconds": 0.1, "move_str": "D4",
                                                   "sims_per_s": 400.0}, 0.12))
     assert live.decode(encode(rec))["final"]["move"] == "D4"

@@ -64,10 +64,10 @@ class LiveFields:
             out["meta"] = self.meta()
         self.records += 1
         if role is not None and t >= self.next_tree:
-            self.next_tree = t + TREE_EVERY
             tree = tree_of(role)
-            if tree is not None:
+            if tree is not None:  # an empty tree is asked again next window, not TREE_EVERY later
                 out["tree"] = tree
+                self.next_tree = t + TREE_EVERY
         return out
 
 
