@@ -198,6 +198,35 @@ def test_gtp_player_keeps_one_mpi_session_across_moves(inside, tmp_path):
 
 
 @pytest.mark.mpi
+@pytest.mark.timeout(240)
+def test_a_player_whose_mpi_session_died_starts_new_ranks(tmp_path, monkeypatch, capfd):
+    """A GTP player or a match side whose session job died (here: killed between two moves) goes on with new
+    ranks at its next search or new game, saying so on stderr, rather than failing every later move."""
+    import signal
+
+    from engine.player import Player, PlayerConfig
+    from model.go.game import GoGame
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the session's ranks inherit it: _alive finds them
+    legal = _legal(["--board", "9"])
+    p = Player(PlayerConfig(algo="treesplit", sims=100, ranks=2, threads=1))
+    try:
+        p.new_game(9, 7.0)
+        assert p.genmove(GoGame(9, 7.0), 0) in legal
+        for again in (lambda: p.genmove(GoGame(9, 7.0), 0), lambda: p.new_game(9, 7.0)):
+            dead = p.searcher.session
+            os.killpg(dead.proc.pid, signal.SIGKILL)
+            dead.proc.wait()
+            again()
+            assert p.searcher.session is not dead
+        assert p.genmove(GoGame(9, 7.0), 0) in legal  # the new game's first search, on the third job
+    finally:
+        p.close()
+    assert capfd.readouterr().err.count("the MPI session had ended") == 2
+    assert not _alive(tmp_path)
+
+
+@pytest.mark.mpi
 @pytest.mark.timeout(120)
 def test_gtp_mpi_player_resigns_by_the_players_rule(tmp_path):
     """An MPI searcher resigns as the sequential one does (engine.sequential.wants_resign): at resign 0.99 after

@@ -159,6 +159,7 @@ class DistributedSearcher:
                                 history=[int(h) for h in pos.history], sims=budget.sims,
                                 seconds=self._search_seconds(budget.seconds))
         dc.validate()
+        self._drop_ended()
         started = self.session is not None  # the first search also pays for starting the ranks
         t0 = time.monotonic()
         res = self._session().command({"op": "search", "config": dataclasses.asdict(dc)})["result"]
@@ -191,8 +192,19 @@ class DistributedSearcher:
     def _note_overhead(self, seconds: float) -> None:
         self._overheads = (self._overheads + [max(seconds, 0.0)])[-self._OVERHEAD_WINDOW:]
 
+    def _drop_ended(self) -> None:
+        """A session job that has ended (a rank died; the failed search said so) took its trees with it: the
+        next search starts a new one, so a GTP player or a match side goes on after one lost move."""
+        if isinstance(self.session, SessionClient) and self.session.ended() is not None:
+            print(f"treesplit: the MPI session had ended (exit code {self.session.ended()}); the next search "
+                  f"starts new ranks", file=sys.stderr, flush=True)
+            self.session.close()
+            self.session = None
+            self._overheads = []
+
     def reset(self) -> None:
         """Forget the trees (new game, undo)."""
+        self._drop_ended()
         if self.session is not None:
             self.session.command({"op": "reset"})
 

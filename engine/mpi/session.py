@@ -125,6 +125,10 @@ class SessionClient:
                                      start_new_session=True, preexec_fn=_die_with_parent)
         atexit.register(self.close)
 
+    def ended(self) -> int | None:
+        """The job's exit code once it has ended (a rank died, or it was killed), else None."""
+        return self.proc.poll()
+
     def command(self, cmd: dict) -> dict:
         if self.proc.poll() is not None:
             raise DistributedError(f"the MPI session ended (exit code {self.proc.returncode})")
