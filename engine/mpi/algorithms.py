@@ -137,6 +137,7 @@ class DistributedSearcher:
         self.name, self.config = algo, config
         self.session = None
         self._overheads: list[float] = []  # wall seconds of recent searches beyond their search phase
+        self._searched = False  # the session has searched (its kernels are loaded)
         self._check = distributed_config(algo, config, sims=1)
         self._check.validate()
         if inside_mpi():
@@ -160,9 +161,10 @@ class DistributedSearcher:
                                 seconds=self._search_seconds(budget.seconds))
         dc.validate()
         self._drop_ended()
-        started = self.session is not None  # the first search also pays for starting the ranks
+        started = self._searched  # a session's first search also pays for starting the ranks and kernels
         t0 = time.monotonic()
         res = self._session().command({"op": "search", "config": dataclasses.asdict(dc)})["result"]
+        self._searched = True
         if budget.seconds is not None and started:
             self._note_overhead(time.monotonic() - t0 - float(res["seconds"]))
         nan = float("nan")
@@ -200,7 +202,7 @@ class DistributedSearcher:
                   f"starts new ranks", file=sys.stderr, flush=True)
             self.session.close()
             self.session = None
-            self._overheads = []
+            self._searched = False
 
     def reset(self) -> None:
         """Forget the trees (new game, undo)."""
