@@ -226,6 +226,42 @@ def test_a_sessions_first_search_does_not_count_as_overhead(monkeypatch):
     assert searcher._search_seconds(1.0) > 0.9
 
 
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds the processes have used so far."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(180)
+def test_a_session_waiting_for_its_next_move_leaves_the_cores_to_others(tmp_path, monkeypatch):
+    """Between two moves (the opponent's turn, a person thinking) a session's ranks wait for rank 0's next
+    command without spinning a core: MPI's blocking broadcast did, and slowed whichever engine was thinking."""
+    import time
+
+    from engine import algorithms
+    from engine.mpi.algorithms import DistributedSearcher
+    from engine.sequential import Position
+    from engine.timecontrol import Budget
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the session's ranks inherit it: _alive finds them
+    searcher = DistributedSearcher("treesplit", algorithms.make_config("treesplit", {}, ranks=2, threads=1))
+    try:
+        g, s = make_game("go", size=9, komi=7.0)
+        assert searcher.search(Position(g, s), Budget(sims=50)).action in _legal(["--board", "9"])
+        pids = _alive(tmp_path)
+        time.sleep(0.5)
+        before = _cpu_seconds(pids)
+        time.sleep(2.0)
+        used = _cpu_seconds(pids) - before
+    finally:
+        searcher.close()
+    assert len(pids) >= 2 and used < 0.3, (pids, used)
+
+
 @pytest.mark.mpi
 @pytest.mark.timeout(240)
 def test_a_player_whose_mpi_session_died_starts_new_ranks(tmp_path, monkeypatch, capfd):

@@ -25,6 +25,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,11 @@ def _comm():
     return mpi_world()
 
 
+# s: a rank waiting for rank 0's next command (while the opponent or a person thinks) naps this long between
+# polls; MPI's blocking broadcast would spin a core all that time, taking it from the other engine
+COMMAND_POLL = 0.0005
+
+
 def _bcast_json(comm, obj: dict | None) -> dict:
     """Rank 0 passes `obj` to every rank (JSON bytes, never pickle); the others get it."""
     from mpi4py import MPI  # MPI starts when mpi4py.MPI is imported: launch.world() sets the thread level first
@@ -51,7 +57,9 @@ def _bcast_json(comm, obj: dict | None) -> dict:
     if comm.Get_rank() == 0:
         data = json.dumps(obj).encode()
         n[0] = len(data)
-    comm.Bcast([n, MPI.INT64_T], root=0)
+    req = comm.Ibcast([n, MPI.INT64_T], root=0)
+    while not req.Test():
+        time.sleep(COMMAND_POLL)
     buf = bytearray(data) if comm.Get_rank() == 0 else bytearray(int(n[0]))
     comm.Bcast([buf, MPI.BYTE], root=0)
     return json.loads(bytes(buf))
