@@ -57,7 +57,8 @@ def test_every_subcommand_help_shows_examples_that_parse():
             continue
         text = p.format_help()
         assert "examples:" in text, name
-        examples = [line.split("#")[0].strip() for line in text.split("examples:")[1].splitlines()
+        shown = text.split("examples:")[1].replace("\\\n", " ")  # a shell line continued on the next
+        examples = [line.split("#")[0].strip() for line in shown.splitlines()
                     if line.strip().startswith(f"treesplit {name} ")]
         assert 2 <= len(examples) <= 4, (name, examples)
         for ex in examples:

@@ -18,7 +18,7 @@ OUT is results/match-DATE unless --out says otherwise.
 examples:
   treesplit match --games 20 --sims 5000                          # against GNU Go level 10 on 9x9
   treesplit match --algo tree --threads 2 --seconds 0.5 --games 10 --jobs 2 --out results/match-tree
-  treesplit match --opponent "treesplit gtp --algo sequential --seconds 0.5" --opponent-seconds 0.5 \
+  treesplit match --opponent "treesplit gtp --algo sequential --seconds 0.5" --opponent-seconds 0.5 \\
       --algo root --ranks 2 --seconds 0.5
 
 Each side's wall time per move (genmove sent to reply) is kept per game and in the summary (mean, max,
