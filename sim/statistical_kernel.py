@@ -311,6 +311,12 @@ def _io(F, I, U, UL, NL, r, t, cost):
 
 
 @njit(cache=True, nogil=True)
+def _pool(I, r):
+    """The pool that runs rank r's packages: its workers', or without workers its IO core's."""
+    return I[I_R] + r if I[I[H_RI] + r * N_RI + RI_W] > 0 else r
+
+
+@njit(cache=True, nogil=True)
 def _work(F, I, U, UL, NL, r, t, cost, kind, sim_id):
     """A package on r's workers (or, without workers, its IO core); returns its end."""
     G = I[I_G] if sim_id >= 0 else 1
@@ -318,9 +324,9 @@ def _work(F, I, U, UL, NL, r, t, cost, kind, sim_id):
     ri = I[H_RI] + r * N_RI
     W = I[ri + RI_W]
     if W > 0:
-        start, end = pool_book(F, I, UL, NL, I[I_R] + r, t, cost * G, G)
+        start, end = pool_book(F, I, UL, NL, _pool(I, r), t, cost * G, G)
     else:
-        start, end = pool_book(F, I, UL, NL, r, t, cost, 1)
+        start, end = pool_book(F, I, UL, NL, _pool(I, r), t, cost, 1)
     I[ri + RI_PKG0 + kind] += G
     if I[I_TRACE] and _keep(F, I, sim_id):
         for j in range(G):
@@ -443,11 +449,10 @@ def _lighter(F, I, UL, NL, r, t, g0, Mg, wait):
     """The role's load rule (model/roles/core.py _lighter): the search rank of r's group booked least far
     ahead of t, if that is at least C_FLOAD seconds (two packages) less than this simulation's wait at r
     (its backlog there, as the thesis's rule reads it); else -1."""
-    base = I[I_R] if I[I[H_RI] + r * N_RI + RI_W] > 0 else 0
     best, least = -1, wait - F[C_FLOAD]
     for d in range(g0, g0 + Mg):
         if d != r:
-            x = pool_free_from(F, I, UL, NL, base + d, t) - t
+            x = pool_free_from(F, I, UL, NL, _pool(I, d), t) - t
             if x < least:
                 best, least = d, x
     return best
