@@ -2,7 +2,9 @@
 seconds and throw away the tree.
 
 Rank 0 takes commands and passes each to every rank (an MPI broadcast of JSON bytes: the ranks wait for
-nothing else between searches); each rank keeps its transposition table from one search to the next.
+nothing else between searches, polling with short naps so that a waiting session leaves the cores to the
+engine that thinks); each rank keeps its transposition table from one search to the next. A session job
+that dies takes its trees with it; engine.mpi.algorithms.DistributedSearcher then starts a new one.
 
     {"op": "search", "config": {...DistributedConfig...}}   every rank runs the search; rank 0 answers
                                                              {"ok": true, "result": {...}}
