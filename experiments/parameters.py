@@ -31,6 +31,7 @@ from experiments.report import Outcome, Section, figure, quote, table_widget
 from experiments.runner import kept
 from experiments.significance import holm, kendall, p_text, slope
 from model.config import check, from_dict
+from model.roles.params import THESIS_IN_FLIGHT
 from model.stats import scores_p_value
 from sim.simulate import SimConfig, simulate
 
@@ -86,7 +87,8 @@ def sim_point(cfg: Config, params: dict, tmp: Path) -> dict:
     trace = tmp / "trace"
     shutil.rmtree(trace, ignore_errors=True)
     s = simulate(SimConfig(algo="treesplit", profile=cfg.profile, nodes=cfg.nodes, seconds=cfg.seconds,
-                           warmup=cfg.warmup, fidelity="functional", game=cfg.game, params=params, seed=cfg.seed,
+                           warmup=cfg.warmup, fidelity="functional", game=cfg.game,
+                           params={**THESIS_IN_FLIGHT, **params}, seed=cfg.seed,
                            trace=str(trace), sample_rate=0.01, sample_interval=cfg.seconds / 20))
     samples = read_trace(trace).samples
     M = s["search_ranks"]

@@ -44,11 +44,11 @@ class SearchParams:
 class HopParams(SearchParams):
     """What the algorithms whose simulations hop between ranks (treesplit, tds, hybrid, dfuct) add."""
 
-    min_in_flight: int = 1        # S_par / M at least this where simulations hop between ranks (1: S_par =
+    min_in_flight: int = 40       # S_par / M at least this where simulations hop between ranks (1: S_par =
     #                               (C-1) M O as in the thesis). O "should be sufficiently large to effectively
     #                               overlap communication" (Schaefers 2014, 4.2.4): a rank of one worker whose
     #                               simulations take 10-60 us waits 50-200 us for a hop and at O = 5 idles ~20%
-    #                               of the time (docs/ARCHITECTURE.md)
+    #                               of the time; 40 pays at equal time (docs/ARCHITECTURE.md)
 
     def in_flight(self, workers: int, hop_ranks: int) -> int:
         own = super().in_flight(workers, hop_ranks)
@@ -154,6 +154,8 @@ class HybridParams(TreesplitParams):
 ALGO_PARAMS: dict[str, type] = {"treesplit": TreesplitParams, "tds": TreesplitParams, "root": RootParams,
                                 "leaf": LeafParams, "dfuct": DfuctParams, "hybrid": HybridParams}
 ALGO_DEFAULTS: dict[str, dict[str, Any]] = {"tds": {"n_dup": math.inf, "share_root": False}}
+# S_par = (C-1) M O as the thesis ran it (Schaefers 2014, 4.2.4): what reproductions of its figures pin
+THESIS_IN_FLIGHT: dict[str, Any] = {"min_in_flight": 1}
 # in-tree policy defaults that differ by algorithm: df-UCT's merged reports carry no AMAF data, so plain UCB
 UCT_DEFAULTS: dict[str, dict[str, Any]] = {"dfuct": {"rave": False, "c": 0.7}}
 
