@@ -78,7 +78,7 @@ def test_nothing_lost_or_doubled_go9_serialised(rave):
     # n_dup 3: 300 simulations on a 9x9 tree of 82 children leave few nodes with 4 visits (whether one gets
     # there depends on the interleaving), and the test is about DUPs being exact
     roles = make_roles("treesplit", Layout(M, B, workers=2), Setup(g, s, sims=300, seed=4),
-                       {"n_dup": 3, "table_mb": 16, "rave": rave})
+                       {"n_dup": 3, "table_mb": 16, "rave": rave, "min_in_flight": 1})  # 4 x 40 in flight: no DUP
     run = Loopback(roles, workers=[2] * M + [1], seed=4, keep=True, serialize=True).run()
     assert treesplit_problems(roles[:M], run.sent, roles) == []
     assert run.message_counts()[DUP] > 0
@@ -146,7 +146,7 @@ def test_shuffled_delivery_is_deterministic_per_seed():
 
 def _role(rank=1, M=3, B=0, W=1, **params):
     g, s = make_game("pgame", **PGAME)
-    p = dict(table_mb=1)
+    p = dict(table_mb=1, min_in_flight=1)  # the thesis's S_par / M = W O: these tests count packages against it
     p.update(params)
     return make_role("treesplit", rank, Layout(M, B, workers=W), Setup(g, s, sims=10, seed=0), p), g, s
 
