@@ -67,7 +67,7 @@ def test_search_returns_a_legal_move_and_loses_nothing(case, tmp_path, run_cli):
     trace = tmp_path / "trace"
     sims = 400
     env, extra = EXTRA.get(case, ({}, []))
-    params = ["--param", "n_dup=24"] if algo == "treesplit" else []
+    params = ["--param", "n_dup=8"] if algo == "treesplit" else []
     r = run_cli("search", "--algo", algo, *game_args, "--ranks", str(ranks), "--bcast-ranks", str(bcast),
                 "--threads", str(threads), "--sims", str(sims), "--trace", str(trace), *params, *extra, "--json",
                 timeout=200, env={"TMPDIR": str(tmp_path), **env})
@@ -84,7 +84,7 @@ def test_search_returns_a_legal_move_and_loses_nothing(case, tmp_path, run_cli):
     if env:  # the Python IO loop ran: only the compiled turn reports where its time went
         assert not any("loop" in r for r in res["per_rank"])
     if algo == "treesplit" and ranks > 1:
-        assert res["messages_by_kind"].get("DUP", {}).get("count", 0) > 0  # n_dup=24: nodes were shared
+        assert res["messages_by_kind"].get("DUP", {}).get("count", 0) > 0  # n_dup=8: nodes were shared
     if bcast:  # broadcast ranks pass SYNCs on to each other (BCAST) when there are several of them
         per_group = bcast // 2 if algo == "hybrid" else bcast
         assert res["messages_by_kind"]["BCAST" if per_group > 1 else "SYNC"]["count"] > 0
