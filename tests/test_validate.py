@@ -204,7 +204,8 @@ def _tiny_engine_trace(directory, ranks=2, seconds=0.02):
     from sim.simulate import SimConfig, simulate
 
     s = simulate(SimConfig(algo="treesplit", profile="local", nodes=ranks, seconds=seconds, warmup=0.0,
-                           game="go", board=9, trace=str(directory), seed=3))
+                           game="go", board=9, trace=str(directory), seed=3,
+                           params={"min_in_flight": 1}))  # 2 x 40 in flight would be all start-up in 0.02 s
     meta_file = directory / "meta.json"
     meta = json.loads(meta_file.read_text())
     meta["runtime"] = "engine"
