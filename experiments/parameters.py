@@ -31,7 +31,7 @@ from experiments.report import Outcome, Section, figure, quote, table_widget
 from experiments.runner import kept
 from experiments.significance import holm, kendall, p_text, slope
 from model.config import check, from_dict
-from model.roles.params import THESIS_IN_FLIGHT
+from model.roles.params import thesis_rules
 from model.stats import scores_p_value
 from sim.simulate import SimConfig, simulate
 
@@ -88,7 +88,7 @@ def sim_point(cfg: Config, params: dict, tmp: Path) -> dict:
     shutil.rmtree(trace, ignore_errors=True)
     s = simulate(SimConfig(algo="treesplit", profile=cfg.profile, nodes=cfg.nodes, seconds=cfg.seconds,
                            warmup=cfg.warmup, fidelity="functional", game=cfg.game,
-                           params={**THESIS_IN_FLIGHT, **params}, seed=cfg.seed,
+                           params={**thesis_rules("treesplit"), **params}, seed=cfg.seed,
                            trace=str(trace), sample_rate=0.01, sample_interval=cfg.seconds / 20))
     samples = read_trace(trace).samples
     M = s["search_ranks"]

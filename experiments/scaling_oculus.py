@@ -24,7 +24,7 @@ from bokeh.palettes import Category10
 from experiments.report import Outcome, Section, figure, quote
 from experiments.runner import kept
 from model.config import check
-from model.roles.params import THESIS_IN_FLIGHT
+from model.roles.params import thesis_rules
 from sim.predict import sweep
 from sim.simulate import SimConfig, load_profile
 
@@ -74,7 +74,7 @@ def run(cfg: Config, out: Path):
         scale = seq_time(cfg, move) / seq_time(cfg, cfg.profile_move)
         median = base_playout.to_toml().get("median")
         params = {f"costs.playout.median": str(median * scale)} if median is not None else {}
-        params.update(THESIS_IN_FLIGHT)
+        params.update(thesis_rules(cfg.algo))
         base = SimConfig(algo=cfg.algo, profile=cfg.profile, nodes=cfg.nodes[0], seconds=cfg.seconds,
                          warmup=cfg.warmup, fidelity=cfg.fidelity, bundle=cfg.bundle, seed=cfg.seed, params=params)
         print(f"  move {move}: playout x{scale:.2f}", flush=True)

@@ -153,7 +153,10 @@ class StatWorld:
         G = max(1, int(bundle))
         self.G = G
         in_flight = params.in_flight(max(W, 1), Mg)  # S_par / M, as the role computes it
-        self.s_par = max(1, round(M * in_flight / G))
+        # (a leaf master that plays out keeps LeafParams.master_in_flight; the thesis's keeps (M-1) W O, which the
+        # kernel rounds to M W O)
+        s_par = params.master_in_flight(max(W, 1), M) if algo == "leaf" and params.master_playouts else M * in_flight
+        self.s_par = max(1, round(s_par / G))
         self.per_rank = max(1, round(self.s_par / M))
         may_forward = (getattr(params, "forward_playouts", True) and Mg > 1
                        and algo in ("treesplit", "tds", "hybrid"))
@@ -188,11 +191,16 @@ class StatWorld:
         F[K.C_OPM], F[K.C_PERPKG] = net.overhead + io.per_message, io.per_package
         # a rank with K times its share of S_par waiting is overloaded (4.2.5): forward when the wait is that long
         F[K.C_FHELD] = getattr(params, "balance_k", 1.2) * in_flight
-        # ... and a simulation that came by MOVE goes to the rank of its group with two packages fewer to run
-        # (balance_load), as the role does: two packages of about 0.3 of a simulation's work each (a 2-rank
-        # run's simulations take ~3 packages: a select, a select after the hop with the playout, an update)
-        F[K.C_FLOAD] = (0.6 * sum(c[k].mean for k in ("select", "playout", "update"))
-                        if may_forward and getattr(params, "balance_load", False) else 0.0)
+        # ... and a simulation that came by MOVE goes to the rank of its group with at most 1/balance_load of
+        # the work ahead and two packages fewer to run, as the role does: two packages of about 0.3 of a
+        # simulation's work each (a 2-rank run's simulations take ~3 packages: a select, a select after the
+        # hop with the playout, an update)
+        ratio = int(getattr(params, "balance_load", 0))
+        F[K.C_FLOAD] = 0.6 * sum(c[k].mean for k in ("select", "playout", "update")) if may_forward and ratio else 0.0
+        F[K.C_FRATIO] = float(ratio)
+        # a leaf master plays a leaf out itself while every playout rank has its jobs (master_playouts, MLMP)
+        F[K.C_LSHARE] = (params.playout_jobs * c["playout"].mean
+                         if algo == "leaf" and M > 1 and params.master_playouts and params.variant == "mlmp" else 0.0)
         F[K.C_DELAY] = max(1e-6, float(getattr(params, "bcast_delay", 1e-3)))
         F[K.C_EXPANDS], F[K.C_SYNCS], F[K.C_NODES] = (workload.expands_per_sim, workload.syncs_per_sim,
                                                       workload.nodes_per_sim)

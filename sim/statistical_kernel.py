@@ -28,7 +28,7 @@ from numba import njit, uint64
 from model.rng import next_u64
 from model.roles.messages import record_size
 from sim import timeline as T
-from sim.timeline import N_PF, N_PI, PF_BOOKED
+from sim.timeline import N_PF, N_PI, PF_BOOKED, PF_FIN_SUM
 
 LOAD_WINDOW = 5e-4  # s: how often each IO core's recent load (for the loop's stretch) is re-estimated
 NIC_BOOK = 1e-6     # s: messages that occupy a NIC for less than this are not booked on it
@@ -56,8 +56,8 @@ NH = 34
 N_IHEAD = NH + 27
 # F: float settings, then the clock
 (C_O, C_PM, C_PB, C_SPB, C_L, C_GAP, C_GPB, C_EAGER, C_SHML, C_SHMG, C_NAP, C_OPM, C_PERPKG, C_FHELD, C_DELAY,
- C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_TOP, C_TAIL, C_SYNC_SHAPE, C_FLOAD, C_NOW) = range(24)
-N_FHEAD = 24
+ C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_TOP, C_TAIL, C_SYNC_SHAPE, C_FLOAD, C_FRATIO, C_LSHARE, C_NOW) = range(26)
+N_FHEAD = 26
 N_UHEAD = 1  # U: the random generator's state (model/rng.py: U[0])
 # rf columns (per-rank floats)
 (RF_LOOP, RF_ITER, RF_LAM, RF_IDLE, RF_POLL, RF_ITERS, RF_MARK_WORK, RF_SYNC_ACC, RF_MOVES_IN, RF_MARK_MOVES,
@@ -447,15 +447,16 @@ def _step_rank(F, I, U, step, Mg):
 @njit(cache=True, nogil=True)
 def _lighter(F, I, UL, NL, r, t, g0, Mg, wait):
     """The role's load rule (model/roles/core.py _lighter): the search rank of r's group booked least far
-    ahead of t, if that is at least C_FLOAD seconds (two packages) less than this simulation's wait at r
-    (its backlog there, as the thesis's rule reads it); else -1."""
-    best, least = -1, wait - F[C_FLOAD]
+    ahead of t, if that and one package more (a rank reports its load in a record it writes while running
+    one) is at most 1/C_FRATIO of this simulation's wait at r (its backlog there, as the thesis's rule reads
+    it), and C_FLOAD seconds (two packages) less; else -1."""
+    best, least = -1, np.inf
     for d in range(g0, g0 + Mg):
         if d != r:
             x = pool_free_from(F, I, UL, NL, _pool(I, d), t) - t
             if x < least:
                 best, least = d, x
-    return best
+    return best if best >= 0 and (least + 0.5 * F[C_FLOAD]) * F[C_FRATIO] + F[C_FLOAD] <= wait else -1
 
 
 @njit(cache=True, nogil=True)
@@ -562,11 +563,26 @@ def _root_sim(F, I, U, UL, NL, r, t, sid):
 
 
 @njit(cache=True, nogil=True)
+def _workers_full(F, I, UL, NL, M, t):
+    """Whether every playout rank has C_LSHARE seconds of work a thread (its share of jobs) booked and not
+    yet done: then the leaf master plays the leaf out itself (model/roles/core.py _master_plays). The work
+    booked beyond the pool's finished bins stands for the role's jobs out (queued, running or on their way)."""
+    for d in range(1, M):
+        pf = I[H_PF] + N_PF * _pool(I, d)
+        if F[pf + PF_BOOKED] - F[pf + PF_FIN_SUM] < F[C_LSHARE] * max(1, I[I[H_RI] + d * N_RI + RI_W]):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
 def _leaf_sim(F, I, U, UL, NL, master, t, sid):
     M, G = I[I_M], I[I_G]
     t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
     t = _maybe_expand(F, I, U, UL, NL, master, t, sid)
     if M == 1:
+        t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
+        I[I[H_RI] + master * N_RI + RI_PLAYOUTS] += G
+    elif F[C_LSHARE] > 0 and _workers_full(F, I, UL, NL, M, t):
         t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
         I[I[H_RI] + master * N_RI + RI_PLAYOUTS] += G
     else:

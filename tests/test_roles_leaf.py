@@ -38,6 +38,28 @@ def test_every_playout_backed_up_once(game_name, M, W, variant):
         assert max(per) - min(per) <= max(per) // 2 + W * 5  # least-loaded dealing keeps workers even
 
 
+@pytest.mark.parametrize("M,W", [(2, 1), (3, 1)])
+def test_a_master_with_full_playout_ranks_plays_leaves_out_itself(M, W):
+    """master_playouts: each playout rank gets its W playout_jobs jobs first, then the master plays the
+    leaves of its O W more simulations in flight itself; every simulation is still backed up once."""
+    g, s = make_game("pgame", **PGAME)
+    sims = 301
+    params = {"table_mb": 8, "master_playouts": True, "playout_jobs": 3, "overload": 2}
+    roles = make_roles("leaf", Layout(M, 0, workers=W), Setup(g, s, sims=sims, seed=2), params)
+    assert roles[0].target == LeafParams(**params).master_in_flight(W, M) == W * (3 * (M - 1) + 2)
+    run = Loopback(roles, workers=W, seed=2, keep=True, serialize=True).run()
+    assert treesplit_problems(roles[:1], run.sent, roles) == []
+    master = roles[0]
+    assert master.done == sims and master.root_stats()["visits"] == sims
+    counts = run.message_counts()
+    jobs = sum(r.playouts for r in roles[1:])
+    assert counts[JOB] == counts[RESULT] == jobs and 0 < jobs < sims  # the rest the master played out
+    solo = make_roles("leaf", Layout(M, 0, workers=W), Setup(g, s, sims=sims, seed=2),
+                      {"table_mb": 8, "playout_jobs": 3, "overload": 2})
+    Loopback(solo, workers=W, seed=2).run()
+    assert sum(r.playouts for r in solo[1:]) == sims  # the thesis's master plays nothing out
+
+
 def test_slmp_sends_each_leaf_to_every_worker_thread():
     g, s = make_game("pgame", **PGAME)
     roles = make_roles("leaf", Layout(3, 0, workers=2), Setup(g, s, sims=40, seed=1),

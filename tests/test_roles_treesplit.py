@@ -13,7 +13,7 @@ from model.roles.invariants import treesplit_problems
 from model.roles.loopback import Loopback
 from model.roles.messages import DUP, MOVE, PLAYOUT_FWD, STEP, Message, Record, Result, Steps
 from model.roles.messages import UPDATE as UPDATE_MSG
-from model.roles.params import TreesplitParams
+from model.roles.params import TreesplitParams, thesis_rules
 from model.roles.core import F_SELECT
 from model.roles.steps import ST_MOVE, ST_PLAYOUT
 from model.roles.treesplit import TreesplitSearch
@@ -146,7 +146,8 @@ def test_shuffled_delivery_is_deterministic_per_seed():
 
 def _role(rank=1, M=3, B=0, W=1, **params):
     g, s = make_game("pgame", **PGAME)
-    p = dict(table_mb=1, min_in_flight=1)  # the thesis's S_par / M = W O: these tests count packages against it
+    p = dict(table_mb=1, **thesis_rules("treesplit"))  # the thesis's S_par / M = W O and forwarding: tests count
+    #                                                    packages against them
     p.update(params)
     return make_role("treesplit", rank, Layout(M, B, workers=W), Setup(g, s, sims=10, seed=0), p), g, s
 
@@ -227,7 +228,7 @@ def test_a_walk_back_to_a_node_of_its_path_ends_there():
 
 
 def test_playouts_are_forwarded_only_when_moves_pile_up():
-    role, g, s = _role(W=1, overload=1, balance_k=1.5, balance_load=False)
+    role, g, s = _role(W=1, overload=1, balance_k=1.5)
     role.start()
     steps = np.zeros(1, STEP)
     steps[0]["hash"] = game.hash(g, s)
@@ -241,11 +242,11 @@ def test_playouts_are_forwarded_only_when_moves_pile_up():
     assert [p.kind for p in out.pkgs] == [PLAYOUT] and not out.msgs
 
 
-@pytest.mark.parametrize("balance_load", [True, False])
+@pytest.mark.parametrize("balance_load", [1, 8, 0])
 def test_a_playout_goes_to_the_rank_with_fewer_packages_to_run(balance_load):
-    """Each MOVE, UPDATE and PLAYOUT_FWD says how many packages its sender has to run; with balance_load a
-    rank with two or more beyond the least loaded rank it knows of sends a playout there, and counts it
-    there until that rank says otherwise."""
+    """Each MOVE, UPDATE and PLAYOUT_FWD says how many packages its sender has to run; with balance_load k a
+    rank sends a playout to the least loaded rank it knows of when that one has at most 1/k of its packages
+    and two fewer, and counts it there until that rank says otherwise."""
     role, g, s = _role(W=1, overload=1, balance_k=100.0, balance_load=balance_load)
     role.start()  # one simulation of its own: 1 package
     steps = np.zeros(1, STEP)
@@ -258,13 +259,16 @@ def test_a_playout_goes_to_the_rank_with_fewer_packages_to_run(balance_load):
         _ran(role, pkg, F_SELECT, ST_PLAYOUT)
         acts = role.on_work_done(pkg, None)
         out.append([(m.kind, m.dst, Record(m.record()).load) for m in acts.msgs] + [p.kind for p in acts.pkgs])
-    if balance_load:  # 4 to run here (rank 2: 0, rank 0: 9), then 3 (rank 2: 1 from here), then 2 (rank 2: 2)
+    # 4 to run here (rank 2: 0, rank 0: 9), then 3 (rank 2: 1 from here), then 2 (rank 2: 2)
+    if balance_load == 1:  # two fewer suffice
         assert out == [[(PLAYOUT_FWD, 2, 4)], [(PLAYOUT_FWD, 2, 3)], [PLAYOUT]]
-        # a playout forwarded here is played here, however light another rank says it is
-        acts = role.on_message(Message(PLAYOUT_FWD, 2, 1, Steps(steps, load=0), sim_id=99))
-        assert [p.kind for p in acts.pkgs] == [PLAYOUT] and not acts.msgs
+    elif balance_load == 8:  # 0 of 4 is at most an eighth, 1 of 3 is not
+        assert out == [[(PLAYOUT_FWD, 2, 4)], [PLAYOUT], [PLAYOUT]]
     else:
         assert out == [[PLAYOUT]] * 3
+    if balance_load:  # a playout forwarded here is played here, however light another rank says it is
+        acts = role.on_message(Message(PLAYOUT_FWD, 2, 1, Steps(steps, load=0), sim_id=99))
+        assert [p.kind for p in acts.pkgs] == [PLAYOUT] and not acts.msgs
 
 
 def test_updates_wait_while_a_node_is_being_duplicated():

@@ -17,6 +17,7 @@ from sim.simulate import SimConfig, prepare, run, simulate
     ("tds", {}, "MOVE", 0.3),
     ("root", {"merge_every": 16}, "MERGE", None),
     ("leaf", {}, "JOB", 0.05),
+    ("leaf", {"master_playouts": True}, "JOB", 0.05),  # the master plays out while its playout ranks are full
 ])
 def test_kernel_agrees_with_functional_on_the_same_workload(tmp_path, algo, params, kind, tol):
     """Each algorithm's simulation rate, worker load and its own messages' rate, from the kernel with the
@@ -160,7 +161,7 @@ def steady(cfg: SimConfig):
 
 @pytest.mark.parametrize("algo,nodes,bcast,params", [
     ("treesplit", 2, None, {}),
-    ("treesplit", 2, None, {"balance_load": True}),  # playouts also go to a rank with fewer packages to run
+    ("treesplit", 2, None, {"balance_load": 8}),  # playouts also go to a rank with at most 1/8 of the packages
     ("tds", 2, None, {}),
     ("leaf", 2, None, {}),
     ("root", 2, None, {"merge_every": 16}),

@@ -133,6 +133,20 @@ def _take_in(c, n, log):
 
 
 @njit(cache=True, nogil=True)
+def _probe(n):
+    """Whether a message from any rank waits (its envelope in n.status). MPICH's MPI_Iprobe looks at what
+    its progress engine has taken in and then polls once, answering no for a message that poll took in: a
+    second probe sees it. With one probe after each run slice a batch would wait a second slice (at 19x19 on
+    2 ranks: a median 0.6 ms from send to receipt instead of 0.15 ms)."""
+    for _ in range(2):
+        n.flag[0] = 0
+        _iprobe(-2, -1, np.int32(n.net[N_COMM]), n.flag.ctypes, n.status.ctypes)  # MPI_ANY_SOURCE, MPI_ANY_TAG
+        if n.flag[0] != 0:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
 def _receive(c, n, log):
     """Every batch that has arrived (a CONTROL message stops the receiving: T_CONTROL)."""
     net = n.net
@@ -143,9 +157,7 @@ def _receive(c, n, log):
             if r != T_WORKED:
                 return r
             got = True
-        n.flag[0] = 0
-        _iprobe(-2, -1, np.int32(net[N_COMM]), n.flag.ctypes, n.status.ctypes)  # MPI_ANY_SOURCE, MPI_ANY_TAG
-        if n.flag[0] == 0:
+        if not _probe(n):
             return T_WORKED if got else T_IDLE
         if n.status[3] != net[N_RECORDS]:
             return T_CONTROL

@@ -77,6 +77,7 @@ _FIELDS = [
     "rank", "lrank", "M", "kernel_ranks", "local_slots", "G", "group", "world", "quota", "target", "chain",
     "fuse", "forward", "adopt", "gate_syncs", "dup_kind", "sync_kind", "rave", "shared_rng", "seed",
     "n_actions", "depth_cap", "share_root", "merge_every", "n_peers", "track", "accept", "mode", "per_leaf", "slmp", "leaf_ranks",
+    "leaf_share",
     "report_every", "vloss", "balance_load",
     # state
     "started", "done", "reserved", "in_flight", "stopped", "final_synced", "outstanding", "moves_held",
@@ -304,16 +305,32 @@ def _pkg(c, slot, kind, front):
 @njit(cache=True, nogil=True)
 def _lighter(c):
     """The search rank (group-local) with the fewest packages to run, as far as this rank knows, if it has at
-    least two fewer than this one (then a playout is better run there); else -1. A rank's load is its
-    outstanding packages (queued or running, wherever its runtime keeps them)."""
+    most 1/balance_load of this rank's and two fewer (then a playout is better run there); else -1. A rank's
+    load is its outstanding packages (queued or running, wherever its runtime keeps them). The ratio keeps
+    two busy ranks from trading playouts on the noise of late load figures: at 1 (two fewer suffice) two
+    ranks at 19x19 forwarded a third of their playouts both ways and gained nothing; at 8 they forward a
+    tenth, mostly to a rank whose queue ran dry."""
     cs = c.cs[0]
-    best, best_load = -1, cs.outstanding - 1
+    best, best_load = -1, 1 << 40
     for r in range(cs.M):
         if r != cs.lrank:
             x = c.load[c.glob[r]]
             if x < best_load:
                 best, best_load = r, x
-    return best
+    return best if best >= 0 and best_load * cs.balance_load + 2 <= cs.outstanding else -1
+
+
+@njit(cache=True, nogil=True)
+def _master_plays(c):
+    """Whether a leaf master plays a leaf out itself: every playout rank has its share of jobs (leaf_share,
+    0: never)."""
+    cs = c.cs[0]
+    if cs.leaf_share <= 0:
+        return False
+    for r in range(1, cs.leaf_ranks + 1):
+        if c.wjobs[r] < cs.leaf_share:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -323,7 +340,7 @@ def _forwarding(c, by_load):
     two ranks would hand it back and forth)."""
     cs = c.cs[0]
     if cs.mode == MODE_LEAF_MASTER:
-        return cs.leaf_ranks > 0
+        return cs.leaf_ranks > 0 and not _master_plays(c)
     if cs.M <= 1 or cs.forward == 0:
         return False
     return cs.moves_held > cs.balance_limit or (by_load and cs.balance_load != 0 and _lighter(c) >= 0)
@@ -427,7 +444,8 @@ def _new_sim(c):
     c.pos[slot, :] = c.root
     c.path_pos[slot, 0] = cs.root_pos
     s.replayed = 1
-    if cs.fuse and cs.chain > 1:
+    if cs.fuse and cs.chain > 1 and not (cs.mode == MODE_LEAF_MASTER and cs.leaf_ranks > 0):
+        # (a leaf master playing out a chain would leave its playout ranks' results waiting)
         left = cs.chain - 1
         if cs.quota >= 0:  # only what the quota has beyond keeping S_par / M in flight
             spare = cs.quota - cs.started - cs.reserved - max(cs.target - cs.in_flight, 0)
@@ -470,7 +488,7 @@ def _arrived(c, buf, off, h):
 @njit(cache=True, nogil=True)
 def _playout_or_forward(c, slot, by_load):
     cs = c.cs[0]
-    if cs.mode == MODE_LEAF_MASTER and cs.leaf_ranks > 0:
+    if cs.mode == MODE_LEAF_MASTER and _forwarding(c, by_load):
         _leaf_jobs(c, slot)
         return
     if cs.mode == MODE_DFUCT:

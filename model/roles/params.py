@@ -70,7 +70,8 @@ class TreesplitParams(HopParams):
     alpha: float = 0.02
     balance_k: float = 1.2        # K: forward playouts while more than K S_par / M MOVEs wait here
     forward_playouts: bool = True
-    balance_load: bool = False    # also forward a playout to a rank known to have 2+ fewer packages to run
+    balance_load: int = 0         # also forward a playout to the rank known to have the fewest packages to run
+    #                               when it has at most 1/balance_load of this rank's, 2 fewer at least (0: never)
     bcast_delay: float = 0.001    # seconds a broadcast rank holds SYNCs to merge them (0: forward at once)
     peers: int = 12               # L: most broadcast peers per broadcast rank (Table 4.1)
     bcast_ratio: int = DEFAULT_BCAST_RATIO  # search ranks per broadcast rank, when not given explicitly
@@ -85,6 +86,8 @@ class TreesplitParams(HopParams):
               "must be an integer >= n_sync_min")
         check(self.alpha >= 0 and math.isfinite(self.alpha), "alpha", "must be >= 0")
         check(self.balance_k > 1, "balance_k", "K must be > 1 (Schaefers 2014, 4.2.5)")
+        check(isinstance(self.balance_load, int) and not isinstance(self.balance_load, bool) and self.balance_load >= 0,
+              "balance_load", "must be an integer >= 0 (0: never)")
         check(self.bcast_delay >= 0, "bcast_delay", "must be >= 0")
         check(isinstance(self.peers, int) and self.peers >= 1, "peers", "must be an integer >= 1")
         check(isinstance(self.bcast_ratio, int) and self.bcast_ratio >= 1, "bcast_ratio", "must be >= 1")
@@ -112,10 +115,26 @@ class LeafParams(SearchParams):
     """Leaf parallelisation: rank 0 (master) does the in-tree work, the other ranks compute playouts."""
 
     variant: str = "mlmp"         # mlmp: one playout per leaf, to one worker; slmp: every worker, same leaf
+    master_playouts: bool = False  # mlmp: the master plays a leaf out itself while every playout rank has its
+    #                               W playout_jobs (False: in-tree work only, as in Schaefers 2014, 4.1.1)
+    playout_jobs: int = 64        # ... jobs a playout thread holds first: enough to last a round trip of the
+    #                               master's and its rank's run slices (~0.5 ms; a 9x9 playout ~12 us)
+
+    def master_in_flight(self, workers: int, ranks: int) -> int:
+        """S_par: the simulations the master keeps in flight with `ranks` ranks of `workers` threads each.
+        MLMP: O W a playout rank (the thesis), or with master_playouts W playout_jobs a playout rank and O W
+        for the master's own playouts; SLMP: O leaves of a playout per playout thread."""
+        w, playout_ranks = max(1, workers), ranks - 1
+        if playout_ranks <= 0:
+            return w * self.overload
+        if self.master_playouts and self.variant == "mlmp":
+            return w * (self.playout_jobs * playout_ranks + self.overload)
+        return w * self.overload * playout_ranks
 
     def validate(self) -> None:
         super().validate()
         check(self.variant in ("mlmp", "slmp"), "variant", "one of mlmp, slmp")
+        check(isinstance(self.playout_jobs, int) and self.playout_jobs >= 1, "playout_jobs", "must be an integer >= 1")
 
 
 @dataclass
@@ -154,8 +173,16 @@ class HybridParams(TreesplitParams):
 ALGO_PARAMS: dict[str, type] = {"treesplit": TreesplitParams, "tds": TreesplitParams, "root": RootParams,
                                 "leaf": LeafParams, "dfuct": DfuctParams, "hybrid": HybridParams}
 ALGO_DEFAULTS: dict[str, dict[str, Any]] = {"tds": {"n_dup": math.inf, "share_root": False}}
-# S_par = (C-1) M O as the thesis ran it (Schaefers 2014, 4.2.4): what reproductions of its figures pin
-THESIS_IN_FLIGHT: dict[str, Any] = {"min_in_flight": 1}
+# What the thesis ran and reproductions of its figures pin: S_par = (C-1) M O (Schaefers 2014, 4.2.4),
+# playouts forwarded only while more than K S_par / M MOVEs wait (4.2.5), a leaf master that only selects
+# and backs up (4.1.1)
+THESIS_RULES: dict[str, Any] = {"min_in_flight": 1, "balance_load": 0, "master_playouts": False}
+
+
+def thesis_rules(algo: str) -> dict[str, Any]:
+    """THESIS_RULES, those of its settings that algo has."""
+    names = {f.name for f in dataclasses.fields(ALGO_PARAMS[algo])}
+    return {k: v for k, v in THESIS_RULES.items() if k in names}
 # in-tree policy defaults that differ by algorithm: df-UCT's merged reports carry no AMAF data, so plain UCB
 UCT_DEFAULTS: dict[str, dict[str, Any]] = {"dfuct": {"rave": False, "c": 0.7}}
 

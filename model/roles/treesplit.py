@@ -100,7 +100,7 @@ class TreesplitSearch(Role):
                             G=G, group=group, world=world, quota=-1 if self.quota is None else self.quota,
                             target=target, chain=int(self.params.chain), fuse=int(bool(self.params.fuse)),
                             forward=int(bool(self.params.forward_playouts)),
-                            balance_load=int(bool(self.params.balance_load)), dup_kind=CODE[DUP],
+                            balance_load=int(self.params.balance_load), dup_kind=CODE[DUP],
                             sync_kind=CODE[SYNC_MSG], rave=int(self.rave), shared_rng=int(layout.workers == 1),
                             seed=setup.seed, n_actions=self.n_actions, depth_cap=self.max_depth + 2,
                             share_root=int(bool(self.params.share_root)), n_peers=len(peers),
