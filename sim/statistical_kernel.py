@@ -565,8 +565,9 @@ def _root_sim(F, I, U, UL, NL, r, t, sid):
 @njit(cache=True, nogil=True)
 def _workers_full(F, I, UL, NL, M, t):
     """Whether every playout rank has C_LSHARE seconds of work a thread (its share of jobs) booked and not
-    yet done: then the leaf master plays the leaf out itself (model/roles/core.py _master_plays). The work
-    booked beyond the pool's finished bins stands for the role's jobs out (queued, running or on their way)."""
+    yet done: then a leaf master with nothing else to do plays the leaf out itself (model/roles/core.py
+    _master_plays). The work booked beyond the pool's finished bins stands for the role's jobs out (queued,
+    running or on their way)."""
     for d in range(1, M):
         pf = I[H_PF] + N_PF * _pool(I, d)
         if F[pf + PF_BOOKED] - F[pf + PF_FIN_SUM] < F[C_LSHARE] * max(1, I[I[H_RI] + d * N_RI + RI_W]):
@@ -577,12 +578,15 @@ def _workers_full(F, I, UL, NL, M, t):
 @njit(cache=True, nogil=True)
 def _leaf_sim(F, I, U, UL, NL, master, t, sid):
     M, G = I[I_M], I[I_G]
+    # the master had no more than a playout's work queued when this simulation began (the role's master
+    # plays out only with nothing queued; the kernel books whole simulations ahead, so a little is slack)
+    idle = F[C_LSHARE] > 0 and pool_free_from(F, I, UL, NL, _pool(I, master), t) <= t + F[C_LSHARE] / 64.0
     t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
     t = _maybe_expand(F, I, U, UL, NL, master, t, sid)
     if M == 1:
         t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
         I[I[H_RI] + master * N_RI + RI_PLAYOUTS] += G
-    elif F[C_LSHARE] > 0 and _workers_full(F, I, UL, NL, M, t):
+    elif idle and _workers_full(F, I, UL, NL, M, t):
         t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
         I[I[H_RI] + master * N_RI + RI_PLAYOUTS] += G
     else:

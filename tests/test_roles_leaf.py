@@ -55,7 +55,7 @@ def test_a_master_with_full_playout_ranks_plays_leaves_out_itself(M, W):
     jobs = sum(r.playouts for r in roles[1:])
     assert counts[JOB] == counts[RESULT] == jobs and 0 < jobs < sims  # the rest the master played out
     solo = make_roles("leaf", Layout(M, 0, workers=W), Setup(g, s, sims=sims, seed=2),
-                      {"table_mb": 8, "playout_jobs": 3, "overload": 2})
+                      {"table_mb": 8, "playout_jobs": 3, "overload": 2, "master_playouts": False})
     Loopback(solo, workers=W, seed=2).run()
     assert sum(r.playouts for r in solo[1:]) == sims  # the thesis's master plays nothing out
 

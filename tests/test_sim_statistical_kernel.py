@@ -17,7 +17,6 @@ from sim.simulate import SimConfig, prepare, run, simulate
     ("tds", {}, "MOVE", 0.3),
     ("root", {"merge_every": 16}, "MERGE", None),
     ("leaf", {}, "JOB", 0.05),
-    ("leaf", {"master_playouts": True}, "JOB", 0.05),  # the master plays out while its playout ranks are full
 ])
 def test_kernel_agrees_with_functional_on_the_same_workload(tmp_path, algo, params, kind, tol):
     """Each algorithm's simulation rate, worker load and its own messages' rate, from the kernel with the
@@ -164,6 +163,7 @@ def steady(cfg: SimConfig):
     ("treesplit", 2, None, {"balance_load": 8}),  # playouts also go to a rank with at most 1/8 of the packages
     ("tds", 2, None, {}),
     ("leaf", 2, None, {}),
+    ("leaf", 2, None, {"master_playouts": True}),  # the master plays out when idle and its playout ranks are full
     ("root", 2, None, {"merge_every": 16}),
     ("hybrid", 4, None, {"groups": 2, "merge_every": 32}),
     ("treesplit", 4, 1, {}),

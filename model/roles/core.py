@@ -322,10 +322,11 @@ def _lighter(c):
 
 @njit(cache=True, nogil=True)
 def _master_plays(c):
-    """Whether a leaf master plays a leaf out itself: every playout rank has its share of jobs (leaf_share,
-    0: never)."""
+    """Whether a leaf master plays a leaf out itself: it has nothing else queued (its in-tree work comes
+    first: where that is the bottleneck, playing out would only slow it) and every playout rank has its share
+    of jobs (leaf_share, 0: never)."""
     cs = c.cs[0]
-    if cs.leaf_share <= 0:
+    if cs.leaf_share <= 0 or cs.q_len > 0:
         return False
     for r in range(1, cs.leaf_ranks + 1):
         if c.wjobs[r] < cs.leaf_share:

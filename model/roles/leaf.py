@@ -5,9 +5,10 @@ compute playouts.
           playout goes, as a JOB, to the playout rank with the fewest jobs outstanding; its RESULT comes back
           and the master backs it up. With master_playouts (off by default: the thesis's master does
           in-tree work only) each playout rank is kept W playout_jobs jobs ahead, enough to last a round trip,
-          and the master plays a leaf out itself while every one has them, keeping O W more in flight for
-          that (LeafParams.master_in_flight): on 2 ranks it otherwise idles half the time at 19x19 while
-          its one playout rank, O W jobs ahead, waits for the next job a third of the time at 9x9
+          and the master plays a leaf out itself when nothing else is queued and every one has them,
+          keeping O W more in flight for that (LeafParams.master_in_flight): on 2 ranks it otherwise idles
+          half the time at 19x19 while its one playout rank, O W jobs ahead, waits for the next job a third
+          of the time at 9x9
     SLMP  (single leaf, multiple playouts) every leaf goes to all (M-1) W playout threads at once; the master
           backs up each of their results (O leaves in flight)
 
@@ -39,8 +40,12 @@ class LeafMaster(TreesplitSearch):
         self.workers_ranks = list(range(1, self.M))
         per_leaf = len(self.workers_ranks) * layout.workers
         slmp = lp.variant == "slmp" and per_leaf > 0
-        share = lp.playout_jobs * layout.workers if lp.master_playouts and per_leaf and not slmp else 0
-        target = lp.master_in_flight(layout.workers, self.M) if per_leaf else self.target
+        mlmp_plays = lp.master_playouts and lp.variant == "mlmp" and self.workers_ranks
+        share = lp.playout_jobs * max(1, layout.workers) if mlmp_plays else 0  # (an IO core alone: one thread)
+        if share:
+            target = lp.master_in_flight(layout.workers, self.M)
+        else:
+            target = lp.overload * per_leaf if per_leaf else self.target
         self.quota = setup.sims  # the master starts every simulation
         self._set(mode=K.MODE_LEAF_MASTER, kernel_ranks=1, track=0, quota=-1 if setup.sims is None else setup.sims,
                   per_leaf=per_leaf if slmp else 1, slmp=int(slmp), leaf_ranks=len(self.workers_ranks),
