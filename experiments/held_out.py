@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from model.roles.params import split_params
 from sim.profile import COST_KINDS
 from sim.runtime import STATS_KINDS
 
@@ -26,13 +27,15 @@ NEGLIGIBLE = 0.05
 
 
 def fixed_by_construction(algo: str, figure: str, measured: float | None, predicted: float | None,
-                          in_sample: bool) -> str | None:
-    """Why a figure cannot miss whatever the model gets wrong, or None when it can. Such figures are listed
-    apart and not counted."""
+                          in_sample: bool, params: dict[str, Any] | None = None) -> str | None:
+    """Why a figure cannot miss whatever the model gets wrong, or None when it can (params: the
+    configuration's algorithm parameters). Such figures are listed apart and not counted."""
     if measured == 0 and predicted == 0:
         return "zero on both sides: no messages between ranks"
-    if algo == "leaf" and figure in ("messages_per_sim", "hops_per_sim"):
-        return "leaf parallelisation sends one job and one result per simulation, whatever it costs"
+    if algo == "leaf" and figure == "hops_per_sim":
+        return "leaf parallelisation moves no simulation between search ranks"
+    if algo == "leaf" and figure == "messages_per_sim" and not split_params("leaf", params or {})[1].master_playouts:
+        return "the thesis's leaf master sends one job and gets one result per simulation, whatever it costs"
     if in_sample and algo == "sequential" and figure == "sims_per_s":
         return "the sequential rate is calibrated on a sequential run of its own: measured twice"
     return None

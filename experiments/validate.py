@@ -171,7 +171,7 @@ def row(case: Case, measured: dict[str, float], predicted: dict[str, float],
         out[f"{f}_measured"] = m
         out[f"{f}_predicted"] = p
         out[f"{f}_error"] = rel_error(p, m) if f in figures else None
-        why = ho.fixed_by_construction(case.algo, f, m, p, in_sample) if f in figures else None
+        why = ho.fixed_by_construction(case.algo, f, m, p, in_sample, case.param_dict) if f in figures else None
         if why:
             fixed[f] = why
     out["fixed"] = fixed

@@ -28,7 +28,7 @@ from numba import njit, uint64
 from model.rng import next_u64
 from model.roles.messages import record_size
 from sim import timeline as T
-from sim.timeline import N_PF, N_PI, PF_BOOKED, PF_FIN_SUM
+from sim.timeline import N_PF, N_PI, PF_BOOKED
 
 LOAD_WINDOW = 5e-4  # s: how often each IO core's recent load (for the loop's stretch) is re-estimated
 NIC_BOOK = 1e-6     # s: messages that occupy a NIC for less than this are not booked on it
@@ -65,7 +65,7 @@ N_UHEAD = 1  # U: the random generator's state (model/rng.py: U[0])
 N_RF = 13
 # ri columns (per-rank ints), then messages out per kind, then packages per kind
 (RI_NMSGS, RI_MARK_MSGS, RI_BYTES_OUT, RI_MSGS_IN, RI_SIMS_DONE, RI_PLAYOUTS, RI_NODES, RI_STARTED, RI_DONE_LOCAL,
- RI_RR, RI_MERGED, RI_W) = range(12)
+ RI_MERGED, RI_W, RI_JOBS) = range(12)
 RI_MSG0 = 12
 RI_PKG0 = RI_MSG0 + len(MSG_KINDS)
 N_RI = RI_PKG0 + len(PKG_KINDS)
@@ -563,14 +563,12 @@ def _root_sim(F, I, U, UL, NL, r, t, sid):
 
 
 @njit(cache=True, nogil=True)
-def _workers_full(F, I, UL, NL, M, t):
-    """Whether every playout rank has C_LSHARE seconds of work a thread (its share of jobs) booked and not
-    yet done: then a leaf master with nothing else to do plays the leaf out itself (model/roles/core.py
-    _master_plays). The work booked beyond the pool's finished bins stands for the role's jobs out (queued,
-    running or on their way)."""
+def _workers_full(F, I, M):
+    """Whether every playout rank has C_LSHARE jobs a thread out (sent and not yet backed up): then a leaf
+    master with nothing else to do plays the leaf out itself (model/roles/core.py _master_plays)."""
     for d in range(1, M):
-        pf = I[H_PF] + N_PF * _pool(I, d)
-        if F[pf + PF_BOOKED] - F[pf + PF_FIN_SUM] < F[C_LSHARE] * max(1, I[I[H_RI] + d * N_RI + RI_W]):
+        ri = I[H_RI] + d * N_RI
+        if I[ri + RI_JOBS] < F[C_LSHARE] * max(1, I[ri + RI_W]):
             return False
     return True
 
@@ -578,27 +576,30 @@ def _workers_full(F, I, UL, NL, M, t):
 @njit(cache=True, nogil=True)
 def _leaf_sim(F, I, U, UL, NL, master, t, sid):
     M, G = I[I_M], I[I_G]
-    # the master had no more than a playout's work queued when this simulation began (the role's master
-    # plays out only with nothing queued; the kernel books whole simulations ahead, so a little is slack)
-    idle = F[C_LSHARE] > 0 and pool_free_from(F, I, UL, NL, _pool(I, master), t) <= t + F[C_LSHARE] / 64.0
+    job = 0  # the playout rank the leaf's job goes to (0: none)
+    # the master had nothing queued when this simulation began (the role's master plays out only then)
+    idle = F[C_LSHARE] > 0 and pool_free_from(F, I, UL, NL, _pool(I, master), t) <= t
     t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
     t = _maybe_expand(F, I, U, UL, NL, master, t, sid)
     if M == 1:
         t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
         I[I[H_RI] + master * N_RI + RI_PLAYOUTS] += G
-    elif idle and _workers_full(F, I, UL, NL, M, t):
+    elif idle and _workers_full(F, I, M):
         t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
         I[I[H_RI] + master * N_RI + RI_PLAYOUTS] += G
     else:
-        o = I[H_RI] + master * N_RI + RI_RR
-        I[o] = I[o] % (M - 1) + 1
-        wr = I[o]
+        wr = 1  # the playout rank with the fewest jobs out, as the role deals them
+        for d in range(2, M):
+            if I[I[H_RI] + d * N_RI + RI_JOBS] < I[I[H_RI] + wr * N_RI + RI_JOBS]:
+                wr = d
+        I[I[H_RI] + wr * N_RI + RI_JOBS] += 1
+        job = wr
         t = _msg(F, I, U, UL, NL, master, t, wr, M_JOB, _steps_bytes(_count(U, F[C_TOP])), sid, False, 1)
         t = _work(F, I, U, UL, NL, wr, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
         I[I[H_RI] + wr * N_RI + RI_PLAYOUTS] += G
         t = _msg(F, I, U, UL, NL, wr, t, 0, M_RESULT, _result_bytes(I, 0), sid, False, 1)
     t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_UPDATE), P_UPDATE, sid)
-    push(F, I, t, EV_DONE, master)
+    push(F, I, t, EV_DONE, master + M * job)
 
 
 @njit(cache=True, nogil=True)
@@ -618,9 +619,15 @@ def _start_sim(F, I, U, UL, NL, WU, WA, origin):
 
 @njit(cache=True, nogil=True)
 def _done(F, I, U, UL, NL, WU, WA, r):
-    """A simulation of origin r ended: count it, maybe synchronise, start the next (S_par stays)."""
+    """A simulation of origin r ended: count it, maybe synchronise, start the next (S_par stays). Leaf: r is
+    the master + M x the playout rank of its job (0: played at the master), whose job is backed up now."""
     G = I[I_G]
     a = I[I_ALGO]
+    if a == A_LEAF:
+        wr = r // I[I_M]
+        r = r % I[I_M]
+        if wr > 0:
+            I[I[H_RI] + wr * N_RI + RI_JOBS] -= 1
     ri = I[H_RI] + r * N_RI
     I[ri + RI_SIMS_DONE] += G
     t = F[C_NOW]

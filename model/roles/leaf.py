@@ -3,8 +3,8 @@ compute playouts.
 
     MLMP  (multiple leaves, multiple playouts) the master keeps (M-1) W O simulations in flight; each leaf's
           playout goes, as a JOB, to the playout rank with the fewest jobs outstanding; its RESULT comes back
-          and the master backs it up. With master_playouts (off by default: the thesis's master does
-          in-tree work only) each playout rank is kept W playout_jobs jobs ahead, enough to last a round trip,
+          and the master backs it up. With master_playouts (the default; the thesis's master does in-tree
+          work only) each playout rank is kept W playout_jobs jobs ahead, enough to last a round trip,
           and the master plays a leaf out itself when nothing else is queued and every one has them,
           keeping O W more in flight for that (LeafParams.master_in_flight): on 2 ranks it otherwise idles
           half the time at 19x19 while its one playout rank, O W jobs ahead, waits for the next job a third

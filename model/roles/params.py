@@ -115,7 +115,7 @@ class LeafParams(SearchParams):
     """Leaf parallelisation: rank 0 (master) does the in-tree work, the other ranks compute playouts."""
 
     variant: str = "mlmp"         # mlmp: one playout per leaf, to one worker; slmp: every worker, same leaf
-    master_playouts: bool = False  # mlmp: the master plays a leaf out itself when it has nothing else queued
+    master_playouts: bool = True   # mlmp: the master plays a leaf out itself when it has nothing else queued
     #                               and every playout rank has its W playout_jobs (False: in-tree work only, as
     #                               in Schaefers 2014, 4.1.1)
     playout_jobs: int = 64        # ... jobs a playout thread holds first: enough to last a round trip of the
