@@ -199,8 +199,7 @@ class StatWorld:
         F[K.C_FLOAD] = 0.6 * sum(c[k].mean for k in ("select", "playout", "update")) if may_forward and ratio else 0.0
         F[K.C_FRATIO] = float(ratio)
         # a leaf master plays a leaf out itself while every playout rank has its jobs (master_playouts, MLMP)
-        F[K.C_LSHARE] = (params.playout_jobs
-                         if algo == "leaf" and M > 1 and params.master_playouts and params.variant == "mlmp" else 0.0)
+        F[K.C_LSHARE] = params.playout_jobs if algo == "leaf" and params.master_plays(M) else 0.0
         F[K.C_DELAY] = max(1e-6, float(getattr(params, "bcast_delay", 1e-3)))
         F[K.C_EXPANDS], F[K.C_SYNCS], F[K.C_NODES] = (workload.expands_per_sim, workload.syncs_per_sim,
                                                       workload.nodes_per_sim)

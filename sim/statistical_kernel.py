@@ -581,10 +581,7 @@ def _leaf_sim(F, I, U, UL, NL, master, t, sid):
     idle = F[C_LSHARE] > 0 and pool_free_from(F, I, UL, NL, _pool(I, master), t) <= t
     t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
     t = _maybe_expand(F, I, U, UL, NL, master, t, sid)
-    if M == 1:
-        t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
-        I[I[H_RI] + master * N_RI + RI_PLAYOUTS] += G
-    elif idle and _workers_full(F, I, M):
+    if M == 1 or (idle and _workers_full(F, I, M)):
         t = _work(F, I, U, UL, NL, master, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
         I[I[H_RI] + master * N_RI + RI_PLAYOUTS] += G
     else:

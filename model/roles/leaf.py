@@ -40,8 +40,8 @@ class LeafMaster(TreesplitSearch):
         self.workers_ranks = list(range(1, self.M))
         per_leaf = len(self.workers_ranks) * layout.workers
         slmp = lp.variant == "slmp" and per_leaf > 0
-        mlmp_plays = lp.master_playouts and lp.variant == "mlmp" and self.workers_ranks
-        share = lp.playout_jobs * max(1, layout.workers) if mlmp_plays else 0  # (an IO core alone: one thread)
+        # (an IO core alone counts as one thread)
+        share = lp.playout_jobs * max(1, layout.workers) if lp.master_plays(self.M) else 0
         if share:
             target = lp.master_in_flight(layout.workers, self.M)
         else:

@@ -121,6 +121,10 @@ class LeafParams(SearchParams):
     playout_jobs: int = 64        # ... jobs a playout thread holds first: enough to last a round trip of the
     #                               master's and its rank's run slices (~0.5 ms; a 9x9 playout ~12 us)
 
+    def master_plays(self, ranks: int) -> bool:
+        """Whether the master plays leaves out itself beside `ranks` - 1 playout ranks (MLMP only)."""
+        return self.master_playouts and self.variant == "mlmp" and ranks > 1
+
     def master_in_flight(self, workers: int, ranks: int) -> int:
         """S_par: the simulations the master keeps in flight with `ranks` ranks of `workers` threads each.
         MLMP: O W a playout rank (the thesis), or with master_playouts W playout_jobs a playout rank and O W
@@ -128,7 +132,7 @@ class LeafParams(SearchParams):
         w, playout_ranks = max(1, workers), ranks - 1
         if playout_ranks <= 0:
             return w * self.overload
-        if self.master_playouts and self.variant == "mlmp":
+        if self.master_plays(ranks):
             return w * (self.playout_jobs * playout_ranks + self.overload)
         return w * self.overload * playout_ranks
 
@@ -184,6 +188,8 @@ def thesis_rules(algo: str) -> dict[str, Any]:
     """THESIS_RULES, those of its settings that algo has."""
     names = {f.name for f in dataclasses.fields(ALGO_PARAMS[algo])}
     return {k: v for k, v in THESIS_RULES.items() if k in names}
+
+
 # in-tree policy defaults that differ by algorithm: df-UCT's merged reports carry no AMAF data, so plain UCB
 UCT_DEFAULTS: dict[str, dict[str, Any]] = {"dfuct": {"rave": False, "c": 0.7}}
 
