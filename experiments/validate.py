@@ -19,9 +19,9 @@ Two tables:
     untraced runs (both tables compare with the same untraced runs), so it tests the model's structure given
     the costs a trace shows. sims/s, a rate of this drifting machine, is judged by the median of each pair's
     error (paired_error; column sims_per_s_error_of_medians keeps the medians' error). The traced runs record
-    every other 0.1 s (DistributedConfig.trace_probe), and calibration scales the costs they show by the ratio
-    of the recorded windows' sims/s to the unrecorded ones' (sim.calibrate.probe_factor; column
-    record_factor). sequential and tree are predicted as the simulator's shared-memory rate (the board's first
+    every other 0.1 s (DistributedConfig.trace_probe); the ratio of the recorded windows' sims/s to the
+    unrecorded ones' is column record_factor (sim.calibrate.probe_factor: what recording cost, left out of
+    the calibration's fit). sequential and tree are predicted as the simulator's shared-memory rate (the board's first
     MPI calibration without the runtime's overheads) scaled by this machine's sequential kernel speed,
     measured by a separate short search right before; what sharing one tree costs its threads
     (NodeSpec.tree_share) is measured once at the start, on 9x9 (experiments/tree_sharing.py).
@@ -523,12 +523,11 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
         own_row["sims_per_s_spread"] = spread
         own_row["cpu_share"] = share
         traced = _median(traced_runs)
-        # what recording cost the calibration runs (the traced median against the untraced one): the
-        # profiles' costs carry it, so a prediction that is low by about as much is the trace's
+        # what recording cost the calibration runs (the traced median against the untraced one)
         own_row["sims_per_s_traced"] = traced["sims_per_s"]
         own_row["trace_cost"] = 1.0 - traced["sims_per_s"] / meas["sims_per_s"] if meas["sims_per_s"] else None
-        # the calibration runs record every other 0.1 s: sims/s recorded / unrecorded in the same run, by
-        # which calibration scaled the costs the trace showed (sim.calibrate.probe_factor)
+        # the calibration runs record every other 0.1 s: sims/s recorded / unrecorded in the same run
+        # (sim.calibrate.probe_factor)
         own_row["record_factor"] = statistics.median(factors) if factors else None
     return held_row, own_row, (profs[0] if profs else given)
 

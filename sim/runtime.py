@@ -390,6 +390,8 @@ class Rank:
                         stats.busy += c
                 t_pkg += per_pkg
                 cost += per_pkg
+                if search_inline:  # the engine's run time holds each package's bookkeeping too
+                    stats.busy += per_pkg
                 acts = role.on_work_done(pkg, result)
                 if acts:
                     for p in acts.pkgs:

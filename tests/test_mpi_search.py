@@ -173,6 +173,21 @@ def test_ranks_load_the_kernels_together_once_a_run_of_their_kind_cached_them(ru
         assert stamp.exists()
 
 
+def test_a_caller_timeout_allows_for_compiling_where_no_run_of_the_kind_left_kernels_cached(monkeypatch, tmp_path):
+    """A cold cache lengthens a caller's timeout by the compile allowance (validate's 120 s runs timed out on a
+    fresh machine while rank 0 compiled); once a run of the kind stamped the cache it does not."""
+    from engine.mpi.config import DistributedConfig
+    from engine.mpi.launch import COMPILE_ALLOWANCE, allowing_compile
+    from engine.mpi.rank import warm_stamp
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    cfg = DistributedConfig(algo="treesplit", board=9, ranks=2, threads=1, sims=300)
+    assert allowing_compile(cfg, None) is None
+    assert allowing_compile(cfg, 120.0) == 120.0 + COMPILE_ALLOWANCE
+    warm_stamp(cfg).touch()
+    assert allowing_compile(cfg, 120.0) == 120.0
+
+
 def _gtp_moves(stdout: str) -> list[str]:
     return [line[2:].strip() for line in stdout.splitlines() if line.startswith("= ") and line[2:].strip()]
 

@@ -21,13 +21,16 @@ from typing import Any
 from engine.mpi.config import DistributedConfig
 from engine.mpi.failure import Failure, OutputWatch, RankWatch, diagnose, mark_trace
 from engine.mpi.host import check_config
-from engine.mpi.rank import RankRuntime
+from engine.mpi.rank import RankRuntime, warm_stamp
 from model.errors import UserError
 
 # Environment variables that MPI launchers set in every rank (MPICH/Hydra, Open MPI, PMIx, Slurm's PMI).
 _MPI_ENV = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
             "MPI_LOCALNRANKS", "HYDI_CONTROL_FD")
 INTERRUPT_GRACE = 20.0
+# The first run of a kind on a machine compiles its numba kernels before the ranks' clock starts (rank 0
+# first, then the others load them: 2-4 minutes on 2 cores); a caller's timeout is meant for the search
+COMPILE_ALLOWANCE = 600.0
 
 
 class DistributedError(UserError):
@@ -85,6 +88,7 @@ def run_distributed(config: DistributedConfig, timeout: float | None = None) -> 
         return run_in_mpi(config)
 
     check_config(config)
+    timeout = allowing_compile(config, timeout)
     with tempfile.TemporaryDirectory(prefix="treesplit-mpi-") as tmp:
         spec, result = Path(tmp) / "config.json", Path(tmp) / "result.json"
         config.save(spec)
@@ -120,6 +124,14 @@ def run_distributed(config: DistributedConfig, timeout: float | None = None) -> 
             return json.loads(result.read_text())
         except (OSError, json.JSONDecodeError) as e:
             raise DistributedError(f"the MPI job ended but rank 0 left no result ({e})") from None
+
+
+def allowing_compile(config: DistributedConfig, timeout: float | None) -> float | None:
+    """`timeout` plus the time to compile the kernels where no earlier run of this kind left them cached."""
+    if timeout is None:
+        return None
+    stamp = warm_stamp(config)
+    return timeout + COMPILE_ALLOWANCE if stamp is not None and not stamp.exists() else timeout
 
 
 AUTOGROUP_ENV = "TREESPLIT_AUTOGROUP_NICE"
