@@ -61,7 +61,7 @@ from model.algorithms import DISTRIBUTED
 from model.config import check
 from model.errors import UserError
 from sim.calibrate import calibrate, fused, probe_factor, run_pingpong
-from sim.profile import load_profile
+from sim.profile import SIM_KINDS, load_profile
 from sim.simulate import SimConfig, simulate
 
 FIGURES = ("sims_per_s", "messages_per_sim", "bytes_per_sim", "hops_per_sim", "busy_frac")
@@ -296,7 +296,8 @@ def measure_mpi(case: Case, seconds: float, trace: str | None, params: dict[str,
 
 
 def measure_shared(case: Case, seconds: float) -> dict[str, float]:
-    r = _run_shared(case.algo if case.algo == "tree" else "sequential", case.threads, case.board, seconds, "random")
+    r = _run_shared(case.algo if case.algo == "tree" else "sequential", case.threads, case.board, seconds, "random",
+                    game=case.game)
     return {"sims_per_s": r["sims_per_s"], "messages_per_sim": 0.0, "bytes_per_sim": 0.0, "hops_per_sim": 0.0,
             "busy_frac": r["busy_frac"], "seconds": seconds}
 
@@ -305,9 +306,26 @@ def measure_shared(case: Case, seconds: float) -> dict[str, float]:
 KERNEL_CALIBRATION_S = 1.0
 
 
-def calibrate_kernel(board: int, seconds: float) -> float:
+def calibrate_kernel(board: int, seconds: float, game: str = "go") -> float:
     """This machine's sequential sims/s on the board: a calibration run of its own, not the measured case."""
-    return float(measure_shared(Case("sequential", board), seconds)["sims_per_s"])
+    return float(measure_shared(Case("sequential", board, game=game), seconds)["sims_per_s"])
+
+
+def board_scale(ref: Case, case: Case, seconds: float = KERNEL_CALIBRATION_S) -> float:
+    """What a simulation's packages cost on `case`'s game and board against the reference's, by which a
+    held-out prediction scales the reference profile's package costs: the ratio of this machine's sequential
+    kernel time per simulation on the two, measured now, one right after the other (1 on the reference's own
+    board). A profile's costs hold for the board it was calibrated on: a 19x19 playout costs ~4x a 9x9 one."""
+    if (case.game, case.board) == (ref.game, ref.board):
+        return 1.0
+    return calibrate_kernel(ref.board, seconds, ref.game) / calibrate_kernel(case.board, seconds, case.game)
+
+
+def on_board(prof, scale: float):
+    """`prof` with its simulation package costs scaled by `scale` (board_scale)."""
+    if scale == 1.0:
+        return prof
+    return dataclasses.replace(prof, costs={k: d.scaled(scale) if k in SIM_KINDS else d for k, d in prof.costs.items()})
 
 
 def case_profile(prof, case: Case):
@@ -437,7 +455,7 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
                 board_prof.setdefault((case.game, case.board), prof)
             else:
                 held_row, own_row = _shared_case(case, cfg, given, board_prof, modelled_seq, ref_profiles,
-                                                 ref_label)
+                                                 ref_label, ref_case)
             if held_row is not None:
                 held.append(held_row)
             if own_row is not None:
@@ -480,6 +498,7 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
     case's traces (which only say, for a miss, which cost differs)."""
     preds, held_preds, traced_runs, runs, factors, profs, uses = [], [], [], [], [], [], []
     is_ref = case == ref_case and given is None
+    scale = board_scale(ref_case, case) if given is None else 1.0
     for k in range(cfg.run_repeats):
         trace = str(Path(tmp) / f"t{i}-{k}")
         if given is None:
@@ -496,8 +515,8 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
                 factors.append(probe[0])
             preds.append(predict(case, prof, secs, bcast, cfg.params, seed=k))
             if not is_ref:
-                held_preds.append(predict(case, ref_profiles[k % len(ref_profiles)], secs, bcast, cfg.params,
-                                          seed=k))
+                held_preds.append(predict(case, on_board(ref_profiles[k % len(ref_profiles)], scale), secs, bcast,
+                                          cfg.params, seed=k))
         else:
             held_preds.append(predict(case, given, secs, bcast, cfg.params, seed=k))
         shutil.rmtree(trace, ignore_errors=True)
@@ -511,8 +530,9 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
         held_row = row(case, meas, _median(held_preds), in_sample=False, calibrated_on=ref_label)
         held_row["sims_per_s_spread"] = spread
         held_row["cpu_share"] = share
+        held_row["board_scale"] = scale
         held_row["wrong_cost"] = (ho.wrong_cost(held_row, ho.median_usage(uses), profs[0] if profs else None,
-                                                ref_profiles[0]) if given is None else "")
+                                                on_board(ref_profiles[0], scale)) if given is None else "")
         held_row["wrong_cost"] = ho.with_load(held_row["wrong_cost"], share)
     if preds:
         own_row = row(case, meas, _median(preds), in_sample=True)
@@ -533,7 +553,7 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
 
 
 def _shared_case(case: Case, cfg: ValidateConfig, given, board_prof: dict, modelled_seq: dict, ref_profiles: list,
-                 ref_label: str) -> tuple[dict | None, dict | None]:
+                 ref_label: str, ref_case: Case) -> tuple[dict | None, dict | None]:
     """(held-out row, in-sample row) of sequential or tree. Held out: the simulator's shared-memory rate with the
     reference's package costs, nothing else. In sample: that rate scaled by this machine's sequential kernel
     speed, measured by a calibration search of its own right before (the package costs in an MPI trace include
@@ -548,9 +568,11 @@ def _shared_case(case: Case, cfg: ValidateConfig, given, board_prof: dict, model
     # which a calibration made once per board carried into the tree prediction
     calibrated = calibrate_kernel(case.board, KERNEL_CALIBRATION_S) if given is None else None
     meas = measure_shared(case, cfg.run_seconds)
-    refs = [given] if given is not None else ref_profiles
+    scale = board_scale(ref_case, case) if given is None else 1.0
+    refs = [given] if given is not None else [on_board(p, scale) for p in ref_profiles]
     held = _median([predict(case, p, meas["seconds"], 0, {}, seed=0) for p in refs])
     held_row = row(case, meas, held, ("sims_per_s",), in_sample=False, calibrated_on=ref_label)
+    held_row["board_scale"] = scale
     held_row["wrong_cost"] = ho.sequential_cost(held_row, calibrated, refs[0])
     if given is not None:
         return held_row, None

@@ -271,3 +271,29 @@ def test_cli_traces_bad_input(run_cli, tmp_path):
         assert r.returncode == 2, (bad, r.stderr)
         assert "Traceback" not in r.stderr and "--traces" in r.stderr and "trace" in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_held_out_row_on_another_board_scales_the_reference_costs_by_the_kernels_time_there(monkeypatch):
+    """The reference profile's costs hold for its own board: another board's held-out row takes them scaled by
+    this machine's sequential kernel time per simulation there against the reference board's (measured), and
+    the reference's own board is not measured at all."""
+    import experiments.validate as v
+    from sim.profile import SIM_KINDS, load_profile
+
+    rates = {("go", 9): 60000.0, ("go", 19): 15000.0, ("loa", 8): 30000.0}
+    asked = []
+
+    def kernel(board, seconds, game="go"):
+        asked.append((game, board))
+        return rates[(game, board)]
+
+    monkeypatch.setattr(v, "calibrate_kernel", kernel)
+    ref = v.Case("treesplit", 9, 2, 1)
+    assert v.board_scale(ref, v.Case("tds", 9, 2, 1)) == 1.0 and asked == []
+    assert v.board_scale(ref, v.Case("treesplit", 19, 2, 1)) == pytest.approx(4.0)
+    assert v.board_scale(ref, v.Case("treesplit", 8, 2, 1, game="loa")) == pytest.approx(2.0)
+    prof = load_profile("local")
+    scaled = v.on_board(prof, 4.0)
+    for k, d in prof.costs.items():
+        assert scaled.costs[k].mean == pytest.approx(d.mean * (4.0 if k in SIM_KINDS else 1.0))
+    assert scaled.network == prof.network and scaled.io == prof.io and v.on_board(prof, 1.0) is prof

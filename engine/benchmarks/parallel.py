@@ -113,16 +113,17 @@ def _label(c: dict[str, Any]) -> str:
     return f"{c['algo']} {c['ranks']}x{c['threads']}" + (" +trace" if c.get("trace") else "")
 
 
-def prepared_searcher(algo: str, threads: int, board: int, policy: str, seed: int = 1):
-    """(searcher, start position) of a shared-memory algorithm on an empty Go board, its kernels loaded and its
-    table's pages touched, so a timed search that follows measures the search alone."""
+def prepared_searcher(algo: str, threads: int, board: int, policy: str, seed: int = 1, game: str = "go"):
+    """(searcher, start position) of a shared-memory algorithm on an empty board (Go's of size `board`, or
+    another game's), its kernels loaded and its table's pages touched, so a timed search that follows measures
+    the search alone."""
     from engine import algorithms
     from engine.sequential import Position
     from engine.timecontrol import Budget
     from model import tt
     from model.game import make_game
 
-    g, s = make_game("go", size=board, komi=7.0, policy=policy)
+    g, s = make_game(game, policy=policy, **({"size": board, "komi": 7.0} if game == "go" else {}))
     pos = Position.initial(g, s)
     searcher = algorithms.make_searcher(algo, algorithms.make_config(algo, {}, threads=threads, seed=seed))
     searcher.search(pos, Budget(sims=64))  # load the kernels outside the measurement
@@ -131,10 +132,11 @@ def prepared_searcher(algo: str, threads: int, board: int, policy: str, seed: in
     return searcher, pos
 
 
-def _run_shared(algo: str, threads: int, board: int, seconds: float, policy: str) -> dict[str, float]:
+def _run_shared(algo: str, threads: int, board: int, seconds: float, policy: str, game: str = "go"
+                ) -> dict[str, float]:
     from engine.timecontrol import Budget
 
-    searcher, pos = prepared_searcher(algo, threads, board, policy)
+    searcher, pos = prepared_searcher(algo, threads, board, policy, game=game)
     cpu0 = time.process_time()
     r = searcher.search(pos, Budget(seconds=seconds))
     cpu = time.process_time() - cpu0

@@ -20,7 +20,7 @@ construction are listed apart and not counted. Writes results/validate[-quick].j
 --update-reference refreshes experiments/results/).
 
 examples:
-  treesplit validate --quick                        # 9x9, ~2 min: results/validate-quick.json and .csv
+  treesplit validate --quick                        # 9x9, ~8 min on 2 cores: results/validate-quick.json and .csv
   treesplit validate --board 19 --seconds 3 --repeats 5
   treesplit validate --traces traces/ --bench results/bench_parallel_scaling.json --json --no-save
 """
@@ -30,8 +30,8 @@ def register(sub) -> None:
     p = sub.add_parser("validate", help="simulator vs real engine on this machine: sims/s, messages, bytes, hops, "
                                         "busy fraction, with relative errors",
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="a small subset: 5 held-out configurations (9x9 unless --board is given; ~4 min; "
-                        "the full run, 12 or more held out, ~30 min)")
+    p.add_argument("--quick", action="store_true", help="a small subset: 5 held-out configurations (9x9 unless --board is given; ~8 min on 2 "
+                        "cores; the full run, 12 or more held out, ~45 min with --repeats 3)")
     p.add_argument("--board", type=int, action="append", default=None, metavar="N",
                    help="board size, may repeat (default: 9 and 19; --quick: 9)")
     p.add_argument("--seconds", type=float, default=None, help="seconds per real run (default 1.5 quick, 3)")
