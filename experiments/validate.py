@@ -61,7 +61,7 @@ from model.algorithms import DISTRIBUTED
 from model.config import check
 from model.errors import UserError
 from sim.calibrate import calibrate, fused, probe_factor, run_pingpong
-from sim.profile import SIM_KINDS, load_profile
+from sim.profile import load_profile
 from sim.simulate import SimConfig, simulate
 
 FIGURES = ("sims_per_s", "messages_per_sim", "bytes_per_sim", "hops_per_sim", "busy_frac")
@@ -323,9 +323,7 @@ def board_scale(ref: Case, case: Case, seconds: float = KERNEL_CALIBRATION_S) ->
 
 def on_board(prof, scale: float):
     """`prof` with its simulation package costs scaled by `scale` (board_scale)."""
-    if scale == 1.0:
-        return prof
-    return dataclasses.replace(prof, costs={k: d.scaled(scale) if k in SIM_KINDS else d for k, d in prof.costs.items()})
+    return prof.sim_scaled(scale)
 
 
 def case_profile(prof, case: Case):

@@ -159,7 +159,10 @@ class Profile:
     def contended(self) -> "Profile":
         """The profile as its workers run: a simulation's package costs scaled by node.sharing_factor() (a
         trace shows them so on ranks of several workers; calibrate divides it out)."""
-        f = self.node.sharing_factor()
+        return self.sim_scaled(self.node.sharing_factor())
+
+    def sim_scaled(self, f: float) -> "Profile":
+        """The profile with a simulation's package costs (SIM_KINDS) scaled by f."""
         if f == 1.0:
             return self
         return dataclasses.replace(self, costs={k: d.scaled(f) if k in SIM_KINDS else d for k, d in self.costs.items()})
