@@ -311,19 +311,17 @@ def calibrate_kernel(board: int, seconds: float, game: str = "go") -> float:
     return float(measure_shared(Case("sequential", board, game=game), seconds)["sims_per_s"])
 
 
-def board_scale(ref: Case, case: Case, seconds: float = KERNEL_CALIBRATION_S) -> float:
+def board_scale(ref: Case, case: Case, case_rate: float | None = None, seconds: float = KERNEL_CALIBRATION_S
+                ) -> float:
     """What a simulation's packages cost on `case`'s game and board against the reference's, by which a
-    held-out prediction scales the reference profile's package costs: the ratio of this machine's sequential
-    kernel time per simulation on the two, measured now, one right after the other (1 on the reference's own
-    board). A profile's costs hold for the board it was calibrated on: a 19x19 playout costs ~4x a 9x9 one."""
+    held-out prediction scales the reference profile's package costs (Profile.sim_scaled): the ratio of this
+    machine's sequential kernel time per simulation on the two, measured now (1 on the reference's own board;
+    case_rate: the case board's kernel sims/s where the caller has just measured it). A profile's costs hold
+    for the board it was calibrated on: a 19x19 playout costs ~4x a 9x9 one."""
     if (case.game, case.board) == (ref.game, ref.board):
         return 1.0
-    return calibrate_kernel(ref.board, seconds, ref.game) / calibrate_kernel(case.board, seconds, case.game)
-
-
-def on_board(prof, scale: float):
-    """`prof` with its simulation package costs scaled by `scale` (board_scale)."""
-    return prof.sim_scaled(scale)
+    here = case_rate if case_rate is not None else calibrate_kernel(case.board, seconds, case.game)
+    return calibrate_kernel(ref.board, seconds, ref.game) / here
 
 
 def case_profile(prof, case: Case):
@@ -513,7 +511,7 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
                 factors.append(probe[0])
             preds.append(predict(case, prof, secs, bcast, cfg.params, seed=k))
             if not is_ref:
-                held_preds.append(predict(case, on_board(ref_profiles[k % len(ref_profiles)], scale), secs, bcast,
+                held_preds.append(predict(case, ref_profiles[k % len(ref_profiles)].sim_scaled(scale), secs, bcast,
                                           cfg.params, seed=k))
         else:
             held_preds.append(predict(case, given, secs, bcast, cfg.params, seed=k))
@@ -530,7 +528,7 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
         held_row["cpu_share"] = share
         held_row["board_scale"] = scale
         held_row["wrong_cost"] = (ho.wrong_cost(held_row, ho.median_usage(uses), profs[0] if profs else None,
-                                                on_board(ref_profiles[0], scale)) if given is None else "")
+                                                ref_profiles[0].sim_scaled(scale)) if given is None else "")
         held_row["wrong_cost"] = ho.with_load(held_row["wrong_cost"], share)
     if preds:
         own_row = row(case, meas, _median(preds), in_sample=True)
@@ -566,8 +564,8 @@ def _shared_case(case: Case, cfg: ValidateConfig, given, board_prof: dict, model
     # which a calibration made once per board carried into the tree prediction
     calibrated = calibrate_kernel(case.board, KERNEL_CALIBRATION_S) if given is None else None
     meas = measure_shared(case, cfg.run_seconds)
-    scale = board_scale(ref_case, case) if given is None else 1.0
-    refs = [given] if given is not None else [on_board(p, scale) for p in ref_profiles]
+    scale = board_scale(ref_case, case, calibrated) if given is None else 1.0
+    refs = [given] if given is not None else [p.sim_scaled(scale) for p in ref_profiles]
     held = _median([predict(case, p, meas["seconds"], 0, {}, seed=0) for p in refs])
     held_row = row(case, meas, held, ("sims_per_s",), in_sample=False, calibrated_on=ref_label)
     held_row["board_scale"] = scale

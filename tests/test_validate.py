@@ -292,8 +292,11 @@ def test_a_held_out_row_on_another_board_scales_the_reference_costs_by_the_kerne
     assert v.board_scale(ref, v.Case("tds", 9, 2, 1)) == 1.0 and asked == []
     assert v.board_scale(ref, v.Case("treesplit", 19, 2, 1)) == pytest.approx(4.0)
     assert v.board_scale(ref, v.Case("treesplit", 8, 2, 1, game="loa")) == pytest.approx(2.0)
+    asked.clear()  # a case board's rate its caller has just measured is not measured again
+    assert v.board_scale(ref, v.Case("sequential", 19), case_rate=20000.0) == pytest.approx(3.0)
+    assert asked == [("go", 9)]
     prof = load_profile("local")
-    scaled = v.on_board(prof, 4.0)
+    scaled = prof.sim_scaled(4.0)
     for k, d in prof.costs.items():
         assert scaled.costs[k].mean == pytest.approx(d.mean * (4.0 if k in SIM_KINDS else 1.0))
-    assert scaled.network == prof.network and scaled.io == prof.io and v.on_board(prof, 1.0) is prof
+    assert scaled.network == prof.network and scaled.io == prof.io and prof.sim_scaled(1.0) is prof
