@@ -9,7 +9,8 @@ Three sources, one chart per domain and metric, x = worker cores:
   - measured on a 16-core Xeon (Go 19x19, random playouts; experiments/results/bench_parallel_scaling-16core
     *.json, `treesplit bench parallel`): treesplit, tds, root and leaf on 1 ... 16 ranks.
   - predicted: the simulator (statistical fidelity) with sim/profiles/lengau.toml, Christoph 2020's cluster (CNs of
-    12 cores, FDR InfiniBand) with our engine's package costs, 1 ... 128 CNs (11 workers each); LOA's playout
+    12 cores, FDR InfiniBand), carrying `costs`'s node costs (sim.uncertainty.mixed; by default the committed
+    sim-validation calibration of this engine), 1 ... 128 CNs (11 workers each); LOA's playout
     cost scaled from Go 9x9's by the playout benchmarks (experiments/results/bench-playouts-*.json). The
     statistical fidelity models treesplit, tds, root and leaf; dfuct, which it does not model, is predicted by
     the functional fidelity (df-UCT's roles run for real on Go 9x9's tree, same profile and simulated span).
@@ -23,8 +24,8 @@ on `strength_ranks` real ranks plays that many games of each game in `strength_o
 referee; LOA, Christoph 2020's domain, refereed by its own rules: experiments/games.py) against the sequential search
 at the same seconds per move, colours alternating, which is as far as this machine's cores reach. On LOA no
 side uses RAVE (Christoph 2020's agents have none); on Go all but dfuct do. With `reuse_measured`, an earlier run's
-strength.csv is kept unless `strength_games` asks for new games, and then its rows of the games not played
-again stay.
+strength.csv is kept unless `strength_games` asks for new games; a run that plays games keeps the output
+directory's earlier rows of the games it does not play (each with its own stamp).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from model.game import make_game
 from model.results import REFERENCE_DIR
 from sim.profile import load_profile, profile_from_dict
 from sim.simulate import SimConfig, simulate
+from sim.uncertainty import mixed
 
 QUESTION = ("How do root, leaf, tds, dfuct and treesplit compare by playouts per second (PPS) and nodes per second "
             "(NPS) as compute grows, on Lines of Action and on Go: measured on real ranks here and on 16 cores, "
@@ -69,6 +71,9 @@ PREDICTED = ("root", "leaf", "tds", "dfuct", "treesplit")
 STATISTICAL = ("root", "leaf", "tds", "treesplit")   # the others are predicted in functional fidelity
 BENCH_16 = ("bench_parallel_scaling-16core.json", "bench_parallel_scaling-16core-algos.json")
 GAME_TITLES = {"go": "Go 9x9", "loa": "Lines of Action"}
+# this engine's node costs as the sim-validation experiment last calibrated them (treesplit 2x1 9x9)
+COSTS = "experiments/results/sim-validation/reference-profile.toml"
+REPO_DIR = REFERENCE_DIR.parent.parent
 PLAYOUT_BENCH = {"go": "bench-playouts-9-light.json", "loa": "bench-playouts-loa-knowledge.json"}
 
 
@@ -80,6 +85,7 @@ class Config:
     seconds: float = 2.0                                       # per measured search
     board: int = 9                                             # Go
     profile: str = "lengau"
+    costs: str = COSTS                                         # node costs of the prediction ("": the profile's)
     nodes: list = field(default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128])  # predicted CNs
     sim_seconds: float = 0.01                                  # simulated seconds per point
     sim_warmup: float = 0.004
@@ -163,8 +169,20 @@ def _playout_scale(game: str) -> float:
     return rate["go"] / rate[game]
 
 
-def predict(cfg: Config, game: str, algo: str, on_point=None) -> list[dict]:
+def cost_profile(cfg: Config):
+    """The prediction's profile: cfg.profile's cluster with cfg.costs's node costs (a path relative to the
+    repository when it is not one from here)."""
     base = load_profile(cfg.profile)
+    if not cfg.costs:
+        return base
+    path = Path(cfg.costs)
+    if not path.exists() and not path.is_absolute() and (REPO_DIR / path).exists():
+        path = REPO_DIR / path
+    return mixed(base, load_profile(path if path.exists() else cfg.costs))
+
+
+def predict(cfg: Config, game: str, algo: str, on_point=None) -> list[dict]:
+    base = cost_profile(cfg)
     scale = _playout_scale(game)
     data = base.to_toml()
     pl = data["costs"]["playout"]
@@ -210,7 +228,7 @@ def run(cfg: Config, out: Path):
     strength = Path(out) / "strength.csv"
     if cfg.strength_games:
         kept_rows = None
-        if cfg.reuse_measured and strength.exists():
+        if strength.exists():  # a run that plays some of the games keeps the others' rows, stamped as they were
             old = pd.read_csv(strength)
             kept_rows = old[~old.game.isin(cfg.strength_on)]
             print(f"  strength rows of other games kept from {strength} ({len(kept_rows)})", flush=True)
@@ -302,11 +320,17 @@ def _chart(title: str, metric: str, game_label: str, frames: list[tuple[str, pd.
 
 
 def _legacy_times(st: pd.DataFrame) -> pd.DataFrame:
-    """An older run's strength table (seconds_per_move the budget, our_seconds_per_move the measured mean) in
-    the columns experiments/games.py's rows have now."""
+    """A strength table with an older run's rows (seconds_per_move the budget, our_seconds_per_move the measured
+    mean) in the columns experiments/games.py's rows have now; a table may mix old rows (kept) and new ones."""
     if "our_seconds_per_move" not in st:
         return st
-    return st.rename(columns={"seconds_per_move": "budget_seconds", "our_seconds_per_move": "seconds_per_move"})
+    st = st.copy()
+    old = st.our_seconds_per_move.notna()
+    if "budget_seconds" not in st:
+        st["budget_seconds"] = float("nan")
+    st.loc[old, "budget_seconds"] = st.loc[old, "seconds_per_move"]
+    st.loc[old, "seconds_per_move"] = st.loc[old, "our_seconds_per_move"]
+    return st.drop(columns="our_seconds_per_move")
 
 
 def _stamps(t: pd.DataFrame | None, what: str) -> str:
@@ -315,8 +339,12 @@ def _stamps(t: pd.DataFrame | None, what: str) -> str:
         return ""
     if "date" not in t:
         return f"{what}: not stamped (measured before rows carried their date, machine and commit)"
-    seen = t[["date", "machine", "commit"]].astype(str).drop_duplicates()
-    return f"{what}: " + "; ".join(f"{r.date[:10]} on {r.machine} at {r.commit}" for r in seen.itertuples())
+    keys = dict.fromkeys((str(r.date)[:10], r.machine, r.commit) if isinstance(r.date, str) else None
+                         for r in t[["date", "machine", "commit"]].itertuples())
+    return f"{what}: " + "; ".join(
+        f"{date} on {machine} at {commit}" if k else
+        "some not stamped (measured before rows carried their date, machine and commit)"
+        for k in keys for date, machine, commit in [k or (None, None, None)])
 
 
 def outcome(cfg: Config, tables: dict):
@@ -346,7 +374,8 @@ def outcome(cfg: Config, tables: dict):
                   "poorly in terms of NPS.", "Christoph 2020, 5.3.1-5.3.2, Figures 5.7 and 5.8 (LOA, 1 ... 128 CNs)"),
             f"{label}: measured here on {', '.join(str(r) for r in cfg.ranks)} rank(s) x 1 worker thread, "
             f"{cfg.seconds:g} s searches from the initial position; predicted for {min(cfg.nodes)} ... "
-            f"{max(cfg.nodes)} CNs of the {cfg.profile} profile."
+            f"{max(cfg.nodes)} CNs of the {cfg.profile} profile"
+            + (f" with the node costs of {cfg.costs}." if cfg.costs else ".")
             + (" The simulator plays Go's workload with LOA's playout cost: a prediction of cost scaling, not of "
                "LOA's tree." if game == "loa" else "")))
     st = tables.get("strength")
@@ -428,6 +457,7 @@ def _strength_words(st: pd.DataFrame, m: pd.DataFrame, game: str) -> tuple[str, 
              f"over the {len(ws)} algorithms): "
              + ", ".join(f"{a} {w:.2f} [{lo:.2f}, {hi:.2f}], {p_text(adj[a])}" for a, (w, lo, hi) in ws.items())
              + "."]
+    norave = {str(r.algo): bool(getattr(r, "rave", True)) or game != "go" for r in st.itertuples()}
     gm = m[m.game == game] if "game" in m else m.iloc[:0]
     seq = gm[gm.algo == "sequential"].pps
     ratio = {}
@@ -442,12 +472,15 @@ def _strength_words(st: pd.DataFrame, m: pd.DataFrame, game: str) -> tuple[str, 
                         + ", ".join(f"{ratio[a]:.2f}" for a in above if a in ratio) + " of the sequential search's)"
                         if any(a in ratio for a in above) else "") + ".")
     if below:
-        parts.append(f"Weaker: {', '.join(below)}"
-                     + (" (their playouts per second on {} ranks, measured above: ".format(ranks)
-                        + ", ".join(f"{ratio[a]:.2f}" for a in below if a in ratio) + " of the sequential search's)"
-                        if any(a in ratio for a in below) else "")
-                     + ". As in Christoph 2020, where none of its agents beat its 1-CN reference, a second rank here "
-                     "costs more in messages and waiting than its core adds.")
+        parts.append(f"Weaker: {', '.join(below)}. Christoph 2020 has none of its agents beat its 1-CN reference."
+                     + "".join(f" {a} on {ranks} ranks makes {ratio[a]:.2f} of the sequential search's playouts per "
+                               "second (measured above)"
+                               + (", so a second rank here costs more in messages and waiting than its core adds."
+                                  if ratio[a] < 1.0 else ", so its playouts are worth less than the sequential "
+                                  "search's")
+                               + (" (it plays without RAVE, which the sequential search uses)" if not norave[a] else "")
+                               + ("." if ratio[a] >= 1.0 else "")
+                               for a in below if a in ratio))
     if even:
         parts.append(f"Not significantly different from it at this many games (Holm-adjusted p >= 0.05): "
                      f"{', '.join(even)}.")
@@ -474,12 +507,19 @@ def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict
             summary[f"measured_best_pps_{game}"] = f"{best.algo} {int(best.ranks)} ranks: {best.pps:.0f}"
         if game == cfg.games[0] and sp:
             order = sorted(sp, key=sp.get, reverse=True)
+            sharing = [a for a in order if a in ("tds", "dfuct", "treesplit")]
             parts.append(
-                f"Predicted PPS from {low} to {top} CNs grows " + ", ".join(f"{a} x{sp[a]:.0f}" for a in order)
-                + f" ({game}): as in Christoph 2020, root parallelisation scales best and tds worst of the "
-                "tree-sharing methods (every simulation passes the root's owner), with treesplit in between"
-                + (f"; df-UCT x{sp['dfuct']:.0f}" if "dfuct" in sp else "") + ".")
+                f"Predicted PPS from {low} to {top} CNs grows " + ", ".join(f"{a} x{sp[a]:.1f}" for a in order)
+                + f" ({game}): " + ("as in Christoph 2020, root parallelisation scales best" if order[0] == "root"
+                                    else f"{order[0]} scales best, where Christoph 2020 has root parallelisation")
+                + (f"; of the tree-sharing methods {sharing[0]} scales best and {sharing[-1]} worst (Christoph 2020: "
+                   "TDS worst, as every simulation passes the root's owner, df-UCT and UCT-Treesplit better)"
+                   if len(sharing) >= 2 else "") + ".")
             root1 = _at(p, game, "root", low)
+            eff = {a: sp[a] / (top / low) for a in sharing}
+            keep = [a for a in sharing if eff[a] >= 0.25]
+            flat_eff = {a: e for a, e in eff.items() if e < 0.25}
+            flat = list(flat_eff)
             vs_root = {a: _at(p, game, a, n) / root1 for a, n in (("tds", top), ("treesplit", min(32, top)))
                        if a in sp and root1 > 0}
             if vs_root:
@@ -490,13 +530,23 @@ def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict
                                    if a in vs_root)
                     + " its PPS; Christoph 2020 (5.3.1, Figure 5.7, figures without numbers in its prose) finds TDS "
                     "'performs poorly in terms of raw PPS' and df-UCT and UCT-Treesplit 'relatively poorly ... even "
-                    "though they all scale linearly after 4 CNs', far below root/tree. We differ: our simulator "
-                    "charges our engine's per-message costs (MPI, microseconds), where its agents paid Akka's "
-                    "serialisation and had no RDMA (its own explanation), so our tree-sharing agents keep scaling.")
-            if sp.get("leaf", 99) < 2:
-                parts.append("Unlike Christoph 2020, where leaf parallelisation's PPS grows up to 16 CNs, our leaf "
-                             "does not scale: with our engine's costs the master's in-tree work per simulation (select + "
-                             "update) exceeds a playout, so the single master saturates at once.")
+                    "though they all scale linearly after 4 CNs', far below root/tree."
+                    + (f" We differ for {', '.join(keep)}: our simulator charges our engine's per-message costs (MPI, "
+                       "microseconds), where its agents paid Akka's serialisation and had no RDMA (its own "
+                       "explanation), so " + ("it keeps" if len(keep) == 1 else "they keep") + " scaling." if keep
+                       else "")
+                    + (f" {', '.join(flat)} level{'s' * (len(flat) == 1)} off in our prediction (at most "
+                       f"{max(flat_eff.values()):.0%} efficiency at {top} CNs)"
+                       + ("; tds because every simulation passes the root's owner" if "tds" in flat else "")
+                       + "." if flat else ""))
+            if sp.get("leaf", 99) < 4:
+                leaf = p[(p.game == game) & (p.algo == "leaf")].sort_values("nodes")
+                at = int(leaf[leaf.pps >= 0.9 * leaf.pps.max()].nodes.iloc[0])
+                parts.append(f"Unlike Christoph 2020, where leaf parallelisation's PPS grows up to 16 CNs, our leaf "
+                             f"levels off at {leaf.pps.max():.3g} PPS from {at} CN{'s' * (at > 1)} on: its single "
+                             "master selects and updates every simulation, and with our engine's costs that work "
+                             "caps the rate; playouts that cost more relative to the in-tree work would let more "
+                             "CNs help.")
     rk = sorted(set(int(r) for r in m.ranks.dropna())) if "ranks" in m else []
     if len(rk) >= 2:
         g0 = cfg.games[0]
@@ -506,10 +556,14 @@ def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict
             if rk[0] in d and rk[-1] in d and d[rk[0]] > 0:
                 ratio[a] = d[rk[-1]] / d[rk[0]]
         if ratio:
+            gain = [a for a, v in ratio.items() if v >= 1.1]
+            lose = [a for a, v in ratio.items() if v < 0.9]
             parts.append(f"Measured here ({g0}, {rk[0]} to {rk[-1]} ranks): PPS x" + ", x".join(
-                f"{v:.2f} {a}" for a, v in ratio.items()) + "; on real ranks only root gains, the tree-sharing "
-                "methods lose to their messages, as Christoph 2020 saw when a second search rank joined (its dip "
-                "at 2-4 CNs).")
+                f"{v:.2f} {a}" for a, v in ratio.items()) + "; "
+                + (f"gaining at least 10% from the added rank: {', '.join(gain)}" if gain else "none gains 10%")
+                + (f"; losing more than 10%: {', '.join(lose)}, whose messages and waiting cost more than the rank "
+                   "adds, as Christoph 2020 saw when a second search rank joined (its dip at 2-4 CNs)" if lose else "")
+                + ".")
             summary["measured_pps_ratio_" + g0] = {a: round(v, 2) for a, v in ratio.items()}
     nps_rows = m[(m.algo != "sequential") & m.nps.notna()]
     if len(nps_rows):

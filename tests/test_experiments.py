@@ -272,3 +272,67 @@ def test_index_is_generated_from_the_kept_runs_stamps():
         line = next(x for x in table.splitlines() if x.startswith(f"| `{name}` |"))
         assert s["samples"] in line and s["machine"] in line and s["date"][:10] in line
         assert (f"`{s['commit']}`" in line) if s.get("commit") else ("tables committed in `" in line)
+
+
+def test_parameters_words_test_the_n_sync_strength_points_apart_from_n_dup(tmp_path):
+    """Strength rows of both sweeps: each sweep's pairs are compared among themselves; a kept table from before
+    N_sync had games (no `sweep` column) reads as N_dup rows."""
+    from experiments import parameters
+
+    rows = []
+    for sweep, values in (("n_dup", [64, 1024, 16384]), ("n_sync", [1, 8, 32])):
+        for i, v in enumerate(values):
+            rows.append({"sweep": sweep, "n_dup": v if sweep == "n_dup" else 8192,
+                         "n_sync_min": 8 if sweep == "n_dup" else v, "n_sync_max": 16 if sweep == "n_dup" else 2 * v,
+                         "sync_msgs_per_sim": 0.3 - 0.02 * i, "hops_per_sim": 2.0 + i, "load_imbalance": 1.05,
+                         "nodes_duplicated": 40 // (i + 1), "bcast_ranks": 2, "sims": 50000})
+    sweeps = pd.DataFrame(rows)
+
+    def games(wins):
+        return {"games": 40, "wins": wins, "win_rate": wins / 40, "ci_low": wins / 40 - 0.15,
+                "ci_high": wins / 40 + 0.15}
+
+    strength = pd.DataFrame([{"sweep": "n_dup", "n_dup": 32, "n_sync_min": 8, **games(10)},
+                             {"sweep": "n_dup", "n_dup": 8192, "n_sync_min": 8, **games(35)},
+                             {"sweep": "n_sync", "n_dup": 256, "n_sync_min": 1, **games(20)},
+                             {"sweep": "n_sync", "n_dup": 256, "n_sync_min": 32, **games(21)}])
+    cfg = parameters.Config(strength_n_sync_min=[1, 32], strength_ref_n_dup=256)
+    out = parameters.outcome(cfg, {"sweeps": sweeps, "strength": strength})
+    assert out.summary["strength"] == {"32": [10, 40], "8192": [35, 40]}
+    assert out.summary["strength_n_sync_min"] == {"1": [20, 40], "32": [21, 40]}
+    words = out.agreement
+    assert "separate N_dup 8192 above 32" in words  # 35 of 40 against 10 of 40
+    assert "N_sync_min at N_dup 256" in words and "do not separate the N_sync_min values" in words
+    assert "N_sync has no strength run" not in words
+    old = parameters.outcome(cfg, {"sweeps": sweeps, "strength": strength[strength.sweep == "n_dup"].drop(
+        columns=["sweep", "n_sync_min"])})
+    assert old.summary["strength"] == {"32": [10, 40], "8192": [35, 40]} and "strength_n_sync_min" not in old.summary
+    assert "N_sync has no strength run" in old.agreement
+
+
+def test_algorithms_predictions_carry_the_costs_profiles_node_costs_on_the_clusters_network():
+    from experiments import algorithms
+    from sim.profile import load_profile
+
+    lengau = load_profile("lengau")
+    engine = load_profile(algorithms.REPO_DIR / algorithms.COSTS)
+    mixed = algorithms.cost_profile(algorithms.Config())
+    assert mixed.costs == engine.costs and mixed.costs != lengau.costs
+    assert mixed.network == lengau.network and mixed.node.cores == lengau.node.cores
+    assert algorithms.cost_profile(algorithms.Config(costs="")).costs == lengau.costs
+
+
+def test_algorithms_strength_table_mixing_kept_old_rows_with_new_ones_reads_as_one():
+    """A run that plays one game's strength games keeps the other game's rows; older rows have the budget in
+    seconds_per_move and the measured mean in our_seconds_per_move, and no stamp."""
+    from experiments import algorithms
+
+    old = {"game": "loa", "algo": "root", "seconds_per_move": 0.25, "our_seconds_per_move": 0.34}
+    new = {"game": "go", "algo": "root", "seconds_per_move": 0.255, "budget_seconds": 0.25,
+           "date": "2026-11-28T04:00:00+00:00", "machine": "vm", "commit": "abc"}
+    t = algorithms._legacy_times(pd.DataFrame([old, new, {**new, "date": "2026-11-28T04:09:00+00:00"}]))
+    assert list(t.columns).count("budget_seconds") == 1 and "our_seconds_per_move" not in t
+    assert t.budget_seconds.tolist() == [0.25, 0.25, 0.25] and t.seconds_per_move.tolist() == [0.34, 0.255, 0.255]
+    words = algorithms._stamps(t, "Strength rows")
+    assert words == ("Strength rows: some not stamped (measured before rows carried their date, machine and "
+                     "commit); 2026-11-28 on vm at abc")
