@@ -35,11 +35,11 @@ from engine.sequential import SearchConfig
 from experiments.games import games_range, play
 from experiments.report import Outcome, Section, add_elo_plot_columns, figure, quote, table_widget
 from experiments.runner import kept, rebuild_report
-from experiments.significance import elo_per_doubling, holm
+from experiments.significance import elo_per_doubling, holm, p_text
 from model.config import check, from_dict
 from model.errors import ConfigError
 from model.results import REFERENCE_DIR
-from model.stats import match_stats
+from model.stats import match_stats, scores_p_value
 
 QUESTION = ("How much playing strength do S_par simulations in flight lose against the sequential search at "
             "equal simulations per move, and does the loss shrink with more simulations per move?")
@@ -142,12 +142,42 @@ def outcome(cfg: Config, tables: dict):
         f"Ours: {cfg.board}x{cfg.board}, komi {cfg.komi:g}, {int(t.games.min())}-{int(t.games.max())} games per "
         f"point; whiskers are 95% Wilson intervals mapped to Elo (a point at +-800 means every game went one way).")]
     agreement, summary = _agreement(cfg, t)
-    return Outcome(tables={"points": tables["points"]}, sections=sections, agreement=agreement, summary=summary,
+    kept_tables = {"points": tables["points"]}
+    if "runs" in tables:
+        words, summary["newest_run_vs_earlier_p"] = _newest_run_agrees(tables["runs"])
+        agreement += " " + words
+        kept_tables["runs"] = tables["runs"]
+    return Outcome(tables=kept_tables, sections=sections, agreement=agreement, summary=summary,
                    samples=f"{len(t)} points, {games_range(t.games)} games each ({int(t.games.sum())} games)")
 
 
 def _column(*items):
     return column(*items)
+
+
+def _newest_run_agrees(runs: pd.DataFrame) -> tuple[str, dict]:
+    """Whether the newest pooled run (run names begin with their date) scores as the earlier runs did at each of
+    its points: two-proportion tests, Holm-adjusted over its points. Pooling assumes they measure one thing."""
+    names = sorted(set(runs.run))
+    newest = names[-1]
+    new, old = runs[runs.run == newest], runs[runs.run != newest]
+    tests = {}
+    for r in new.itertuples():
+        o = old[(old.sims == r.sims) & (old.s_par == r.s_par)]
+        if len(o) and o.games.sum() > 0:
+            tests[f"N{int(r.sims)}/S{int(r.s_par)}"] = scores_p_value(
+                (r.wins + 0.5 * r.draws) / r.games, int(r.games),
+                float(_points(o).sum()) / float(o.games.sum()), int(o.games.sum()))
+    if not tests:
+        return f"The newest run ({newest}) shares no point with the earlier ones.", {}
+    adj = dict(zip(tests, holm(list(tests.values()))))
+    differ = [k for k, q in adj.items() if q < 0.05]
+    return (f"The {len(names)} pooled runs were made from {names[0][:10]} to {newest[:10]}; the newest ({newest}) "
+            f"against the earlier runs at its {len(adj)} points (Holm-adjusted two-proportion tests: "
+            + ", ".join(f"{k} {p_text(q)}" for k, q in adj.items()) + "): "
+            + ("no point differs, so pooling them adds games of one measurement." if not differ else
+               f"{', '.join(differ)} differ{'s' * (len(differ) == 1)}: the runs do not measure one thing there."),
+            {k: round(q, 4) for k, q in adj.items()})
 
 
 def _points(d: pd.DataFrame) -> pd.Series:
@@ -266,6 +296,8 @@ def pool_runs(directory: Path) -> Path:
     frames = [pd.read_csv(r) for r in runs]
     t = pool(frames)
     t.to_csv(directory / "points.csv", index=False)
+    pd.concat([f[["sims", "s_par", "games", "wins", "losses", "draws"]].assign(run=r.stem) for r, f in zip(runs, frames)],
+              ignore_index=True).to_csv(directory / "runs.csv", index=False)
     summary_path = directory / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"experiment": "parallel-degree"}
     cfg = summary.setdefault("config", {})
@@ -277,7 +309,7 @@ def pool_runs(directory: Path) -> Path:
                               for r, f in zip(runs, frames)]
     summary["machine"] = f"{len(runs)} pooled runs (runs/*.csv: their names say date, machine and seed)"
     summary.pop("wall_s", None)  # the runs' own walls are not kept
-    summary["tables"] = ["points.csv"]
+    summary["tables"] = ["points.csv", "runs.csv"]
     summary_path.write_text(json.dumps(summary, indent=2, default=float) + "\n")
     return rebuild_report("parallel-degree", directory)
 

@@ -8,8 +8,12 @@ simulation rate, and load imbalance = the busiest search rank's mean worker busy
 all search ranks (from the trace's per-rank samples; packages and messages are sampled at a low rate).
 
 Engine part (strength): UCT-Treesplit on local MPI ranks, 9x9, plays a fixed opponent (GNU Go) for each
-N_dup value in `strength_n_dup`; win rate with its 95% Wilson interval and Elo (engine/match.py). Small by
-default: it shows the mechanics and the direction, not the thesis's error bars.
+N_dup value in `strength_n_dup` and each N_sync_min value in `strength_n_sync_min` (at `strength_ref_n_dup`);
+win rate with its 95% Wilson interval and Elo (engine/match.py). Small by default: it shows the mechanics and
+the direction, not the thesis's error bars.
+
+Both parts need searches long enough that nodes pass N_dup: a node is duplicated once it has N_dup visits, so in
+a search of S simulations N_dup values above S leave the root (shared from the start) the only duplicated node.
 """
 
 from __future__ import annotations
@@ -49,17 +53,19 @@ class Config:
     profile: str = "oculus"
     nodes: int = 4                  # search CNs (2 ranks each) + 1 broadcast rank per 4 search ranks
     game: str = "pgame"
-    seconds: float = 0.1            # simulated seconds per run
-    warmup: float = 0.02
+    seconds: float = 1.0            # simulated seconds per run (~50k simulations: nodes pass every N_dup swept)
+    warmup: float = 0.2
     n_dup: list = field(default_factory=lambda: [64, 256, 1024, 4096, 8192, 16384])
     n_sync_min: list = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])
     ref_n_dup: int = 8192
     ref_n_sync_min: int = 8
     seed: int = 0
     # engine strength
-    strength_n_dup: list = field(default_factory=lambda: [32, 8192])
-    strength_games: int = 2         # per N_dup value (0: skip the engine part)
-    strength_sims: int = 600        # simulations per move
+    strength_n_dup: list = field(default_factory=lambda: [32, 1024, 8192])
+    strength_n_sync_min: list = field(default_factory=lambda: [1, 32])   # at N_dup = strength_ref_n_dup
+    strength_ref_n_dup: int = 256
+    strength_games: int = 20        # per point (0: skip the engine part)
+    strength_sims: int = 3000       # simulations per move
     strength_ranks: int = 2
     strength_bcast_ranks: int = 1
     opponent: str = "gnugo --mode gtp --level 1 --chinese-rules"
@@ -77,6 +83,8 @@ class Config:
               "n_sync_min", "need whole numbers >= 1")
         check(all(isinstance(v, (int, float)) and v >= 1 for v in self.strength_n_dup), "strength_n_dup",
               "need values >= 1")
+        check(all(isinstance(v, int) and v >= 1 for v in self.strength_n_sync_min), "strength_n_sync_min",
+              "need whole numbers >= 1")
         check(self.strength_games >= 0, "strength_games", "need >= 0")
         check(self.strength_sims >= 10, "strength_sims", "need >= 10")
         check(self.strength_ranks >= 1 and self.strength_bcast_ranks >= 0, "strength_ranks", "need >= 1 (+ >= 0)")
@@ -106,11 +114,13 @@ def sim_point(cfg: Config, params: dict, tmp: Path) -> dict:
             "sims": s["sims"]}
 
 
-def strength_point(cfg: Config, n_dup: float, out: Path) -> dict:
+def strength_point(cfg: Config, sweep: str, n_dup: float, n_sync_min: int, out: Path) -> dict:
     player = from_dict(PlayerConfig, {
         "algo": "treesplit", "sims": cfg.strength_sims, "seed": cfg.seed + 1, "ranks": cfg.strength_ranks,
-        "threads": 1, "algo_params": {"n_dup": n_dup, "bcast_ranks": cfg.strength_bcast_ranks}})
-    return {"n_dup": n_dup, **play(player, cfg.opponent, cfg.strength_games, out, cfg.board, cfg.komi, cfg.jobs)}
+        "threads": 1, "algo_params": {"n_dup": n_dup, "n_sync_min": n_sync_min, "n_sync_max": 2 * n_sync_min,
+                                      "bcast_ranks": cfg.strength_bcast_ranks}})
+    return {"sweep": sweep, "n_dup": n_dup, "n_sync_min": n_sync_min,
+            **play(player, cfg.opponent, cfg.strength_games, out, cfg.board, cfg.komi, cfg.jobs)}
 
 
 def run(cfg: Config, out: Path):
@@ -131,10 +141,13 @@ def run(cfg: Config, out: Path):
                   flush=True)
         strength = []
         if cfg.strength_games:
-            for v in cfg.strength_n_dup:
-                s = strength_point(cfg, v, tmp / f"match-{v}")
+            points = ([("n_dup", v, cfg.ref_n_sync_min) for v in cfg.strength_n_dup]
+                      + [("n_sync", cfg.strength_ref_n_dup, v) for v in cfg.strength_n_sync_min])
+            for sweep, nd, ns in points:
+                s = strength_point(cfg, sweep, nd, ns, tmp / f"match-{sweep}-{nd}-{ns}")
                 strength.append(s)
-                print(f"  strength n_dup={v}: {s['wins']}/{s['games']} won vs {cfg.opponent.split()[0]}", flush=True)
+                print(f"  strength n_dup={nd:g} n_sync_min={ns}: {s['wins']}/{s['games']} won vs "
+                      f"{cfg.opponent.split()[0]}", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     tables = {"sweeps": pd.DataFrame(rows)}
@@ -166,12 +179,12 @@ def _sweep_fig(d: pd.DataFrame, x: str, title: str, x_label: str):
     return f
 
 
-def _strength_fig(s: pd.DataFrame):
-    f = figure("win rate against the fixed opponent vs N_dup", "N_dup", "win rate (95% Wilson interval)",
+def _strength_fig(s: pd.DataFrame, x: str, label: str):
+    f = figure(f"win rate against the fixed opponent vs {label}", label, "win rate (95% Wilson interval)",
                "Engine games on 9x9 against the configured opponent.", x_axis_type="log", y_range=(0, 1))
     src = ColumnDataSource(s)
-    f.scatter("n_dup", "win_rate", source=src, size=9)
-    f.add_layout(Whisker(source=src, base="n_dup", lower="ci_low", upper="ci_high"))
+    f.scatter(x, "win_rate", source=src, size=9)
+    f.add_layout(Whisker(source=src, base=x, lower="ci_low", upper="ci_high"))
     return f
 
 
@@ -205,27 +218,39 @@ def _sweep_words(d: pd.DataFrame, x: str, name: str) -> tuple[str, dict]:
     return words, trends
 
 
-def _strength_words(cfg: Config, st: pd.DataFrame) -> str:
-    """Every pair of N_dup values compared by the two-proportion test, Holm-corrected for the number of pairs."""
+def _strength_words(cfg: Config, st: pd.DataFrame, x: str, label: str, lead: str = "The engine games") -> str:
+    """Every pair of a sweep's values compared by the two-proportion test, Holm-corrected for the number of pairs."""
     rows = list(st.itertuples())
     pairs = [(a, b) for i, a in enumerate(rows) for b in rows[i + 1:]]
     adj = holm([scores_p_value(a.win_rate, a.games, b.win_rate, b.games) for a, b in pairs])
     sig = [(a, b, q) for (a, b), q in zip(pairs, adj) if q < 0.05]
-    scores = ", ".join(f"N_dup {r.n_dup:g}: {r.wins} won of {r.games}, score {r.win_rate:.2f} [{r.ci_low:.2f}, "
+    at = lambda r: f"{label} {getattr(r, x):g}"  # noqa: E731
+    scores = ", ".join(f"{at(r)}: {r.wins} won of {r.games}, score {r.win_rate:.2f} [{r.ci_low:.2f}, "
                        f"{r.ci_high:.2f}]" for r in rows)
-    tests = "; ".join(f"{a.n_dup:g} vs {b.n_dup:g} {p_text(q)}" for (a, b), q in zip(pairs, adj))
-    head = (f"The engine games ({scores} against {cfg.opponent.split()[0]}; Holm-adjusted two-proportion tests over "
-            f"{len(pairs)} pairs: {tests}) ")
+    tests = "; ".join(f"{getattr(a, x):g} vs {getattr(b, x):g} {p_text(q)}" for (a, b), q in zip(pairs, adj))
+    head = (f"{lead} ({scores} against {cfg.opponent.split()[0]}; Holm-adjusted two-proportion tests over "
+            f"{len(pairs)} pair{'s' * (len(pairs) != 1)}: {tests}) ")
     if not sig:
-        return head + (f"do not separate the N_dup values (not significant at {games_range(st.games)} games each): the bell "
-                       "of Figure 4.22 spans a few tens of Elo, which needs hundreds of games per point.")
+        return head + (f"do not separate the {label} values (not significant at {games_range(st.games)} games each): "
+                       "the thesis's curves span a few tens of Elo, which needs hundreds of games per point.")
     return head + ("separate " + "; ".join(
-        f"N_dup {(a if a.win_rate > b.win_rate else b).n_dup:g} above {(b if a.win_rate > b.win_rate else a).n_dup:g}"
+        f"{at(a if a.win_rate > b.win_rate else b)} above {getattr(b if a.win_rate > b.win_rate else a, x):g}"
         for a, b, _ in sig) + " (the other pairs: not significant"
         + (f"; the separations are near the 5% line, and the z-test is approximate at {games_range(st.games)} games a point"
-           if max(q for _, _, q in sig) > 0.01 else "") + f"). Low N_dup is the side of Figure 4.22's bell where "
-        "the thesis names duplicated statistics that lag behind their synchronisation; its other side (contention on "
-        f"hot nodes not yet duplicated) needs more ranks than {cfg.strength_ranks}.")
+           if max(q for _, _, q in sig) > 0.01 else "") + ")."
+        + (" Low N_dup is the side of Figure 4.22's bell where the thesis names duplicated statistics that lag behind "
+           "their synchronisation; its other side (contention on hot nodes not yet duplicated) needs more ranks than "
+           f"{cfg.strength_ranks}." if x == "n_dup" else ""))
+
+
+def _strength_tables(tables: dict) -> dict[str, pd.DataFrame]:
+    """The strength rows of each sweep (a table kept from before N_sync had games holds N_dup rows only)."""
+    st = tables.get("strength")
+    if st is None:
+        return {}
+    if "sweep" not in st:
+        st = st.assign(sweep="n_dup")
+    return {k: g.sort_values("n_dup" if k == "n_dup" else "n_sync_min") for k, g in st.groupby("sweep")}
 
 
 def outcome(cfg: Config, tables: dict):
@@ -233,10 +258,16 @@ def outcome(cfg: Config, tables: dict):
     nd = t[t.sweep == "n_dup"].sort_values("n_dup")
     ns = t[t.sweep == "n_sync"].sort_values("n_sync_min")
     ours_dup = _sweep_fig(nd, "n_dup", "N_dup sweep (simulator)", "N_dup")
-    st = tables.get("strength")
+    ours_sync = _sweep_fig(ns, "n_sync_min", "N_sync sweep (simulator)", "N_sync_min")
+    strength = _strength_tables(tables)
+    st, st_sync = strength.get("n_dup"), strength.get("n_sync")
     if st is not None:
-        ours_dup = column(ours_dup, _strength_fig(st),
+        ours_dup = column(ours_dup, _strength_fig(st, "n_dup", "N_dup"),
                           table_widget(st[["n_dup", "games", "wins", "win_rate", "ci_low", "ci_high"]].round(3)))
+    if st_sync is not None:
+        ours_sync = column(ours_sync, _strength_fig(st_sync, "n_sync_min", "N_sync_min"),
+                           table_widget(st_sync[["n_sync_min", "n_dup", "games", "wins", "win_rate", "ci_low",
+                                                 "ci_high"]].round(3)))
     lo, hi = nd.iloc[0], nd.iloc[-1]
     slo, shi = ns.iloc[0], ns.iloc[-1]
     sections = [
@@ -260,17 +291,24 @@ def outcome(cfg: Config, tables: dict):
                    f"{' '.join(cfg.opponent.split()[:1] + cfg.opponent.split()[3:5])}, {games_range(st.games)} games per N_dup "
                    "value, colours alternating; whiskers are 95% Wilson intervals.")),
         Section("Figure 4.23: N_sync_min (N_sync_max = 2 N_sync_min)",
-                _sweep_fig(ns, "n_sync_min", "N_sync sweep (simulator)", "N_sync_min"),
+                ours_sync,
                 quote("We see that a reduction of the synchronization rate by increasing the value of N_sync_max leads "
                       "to reduced playing strength. ... Mind that network traffic increases when synchronizing more "
                       "frequently, i.e., for low values of N_sync_min and N_sync_max.",
                       "Schaefers 2014, 4.3.4, Figure 4.23 (strength only)"),
                 f"Ours: from N_sync_min {slo.n_sync_min} to {shi.n_sync_min}, sync messages/sim "
-                f"{slo.sync_msgs_per_sim:.3f} to {shi.sync_msgs_per_sim:.3f}."),
+                f"{slo.sync_msgs_per_sim:.3f} to {shi.sync_msgs_per_sim:.3f}."
+                + ("" if st_sync is None else
+                   f" The games: as for N_dup, at N_dup {st_sync.n_dup.iloc[0]:g}, {games_range(st_sync.games)} games "
+                   "per N_sync_min value.")),
     ]
     dup_words, dup_trends = _sweep_words(nd, "n_dup", "N_dup")
     sync_words, sync_trends = _sweep_words(ns, "n_sync_min", "N_sync_min")
-    strength_txt = "" if st is None else " " + _strength_words(cfg, st)
+    strength_txt = "" if st is None else " " + _strength_words(cfg, st, "n_dup", "N_dup")
+    sync_strength_txt = (" N_sync has no strength run here (Figure 4.23 is strength only): its sweep shows traffic "
+                         "alone." if st_sync is None else
+                         " " + _strength_words(cfg, st_sync, "n_sync_min", "N_sync_min",
+                                               f"The engine games at N_dup {st_sync.n_dup.iloc[0]:g}"))
     agreement = (
         f"Trends are tested across all points of a sweep (OLS slope per doubling with its 95% t interval, and "
         f"Kendall's rank test). N_dup {lo.n_dup:g} ... {hi.n_dup:g}: {dup_words} "
@@ -280,8 +318,7 @@ def outcome(cfg: Config, tables: dict):
         f"the mechanisms it names, measured on a small simulated cluster whose searches see far fewer simulations "
         f"than a 19x19 move on OCuLUS, so N_dup's scale is shifted down; imbalance, which the thesis blames for the "
         f"bell's high-N_dup side, needs hot nodes that more ranks and longer searches make."
-        + strength_txt
-        + " N_sync has no strength run here (Figure 4.23 is strength only): its sweep shows traffic alone.")
+        + strength_txt + sync_strength_txt)
     summary = {"n_dup_range": [float(lo.n_dup), float(hi.n_dup)],
                "sync_msgs_per_sim_at_n_dup_ends": [round(float(lo.sync_msgs_per_sim), 4), round(float(hi.sync_msgs_per_sim), 4)],
                "hops_per_sim_at_n_dup_ends": [round(float(lo.hops_per_sim), 3), round(float(hi.hops_per_sim), 3)],
@@ -291,6 +328,9 @@ def outcome(cfg: Config, tables: dict):
     summary["trends_n_sync_min"] = sync_trends
     if st is not None:
         summary["strength"] = {str(r.n_dup): [int(r.wins), int(r.games)] for r in st.itertuples()}
+    if st_sync is not None:
+        summary["strength_n_sync_min"] = {str(r.n_sync_min): [int(r.wins), int(r.games)] for r in st_sync.itertuples()}
     samples = (f"{len(nd)} N_dup and {len(ns)} N_sync_min simulator runs, one seed each ({int(nd.sims.median())} "
-               "simulations a run)" + ("" if st is None else f"; {games_range(st.games)} games per N_dup strength point"))
+               "simulations a run)" + ("" if st is None else f"; {games_range(st.games)} games per N_dup strength point")
+               + ("" if st_sync is None else f", {games_range(st_sync.games)} per N_sync_min point"))
     return Outcome(tables=tables, sections=sections, agreement=agreement, summary=summary, samples=samples)

@@ -302,7 +302,7 @@ def test_parameters_words_test_the_n_sync_strength_points_apart_from_n_dup(tmp_p
     assert out.summary["strength_n_sync_min"] == {"1": [20, 40], "32": [21, 40]}
     words = out.agreement
     assert "separate N_dup 8192 above 32" in words  # 35 of 40 against 10 of 40
-    assert "N_sync_min at N_dup 256" in words and "do not separate the N_sync_min values" in words
+    assert "The engine games at N_dup 256 (N_sync_min 1" in words and "do not separate the N_sync_min values" in words
     assert "N_sync has no strength run" not in words
     old = parameters.outcome(cfg, {"sweeps": sweeps, "strength": strength[strength.sweep == "n_dup"].drop(
         columns=["sweep", "n_sync_min"])})
@@ -336,3 +336,18 @@ def test_algorithms_strength_table_mixing_kept_old_rows_with_new_ones_reads_as_o
     words = algorithms._stamps(t, "Strength rows")
     assert words == ("Strength rows: some not stamped (measured before rows carried their date, machine and "
                      "commit); 2026-11-28 on vm at abc")
+
+
+def test_parallel_degree_tests_the_newest_pooled_run_against_the_earlier_ones():
+    from experiments import parallel_degree
+
+    def run(name, wins_at_64):
+        return pd.DataFrame({"sims": [128, 128], "s_par": [1, 64], "games": [200, 200], "wins": [100, wins_at_64],
+                             "losses": [100, 200 - wins_at_64], "draws": [0, 0], "run": [name, name]})
+
+    same = pd.concat([run("2026-11-26-a", 20), run("2026-11-28-b", 24)])
+    words, p = parallel_degree._newest_run_agrees(same)
+    assert "the newest (2026-11-28-b)" in words and "no point differs" in words and set(p) == {"N128/S1", "N128/S64"}
+    moved = pd.concat([run("2026-11-26-a", 20), run("2026-11-28-b", 80)])  # 10% against 40% of the games won
+    words, p = parallel_degree._newest_run_agrees(moved)
+    assert "N128/S64 differs" in words and p["N128/S64"] < 0.05 and p["N128/S1"] == 1.0
