@@ -30,6 +30,7 @@ from bokeh.layouts import column
 from bokeh.models import ColumnDataSource, HoverTool, Span, Whisker
 from bokeh.palettes import Category10
 
+from engine.machine import git_commit
 from engine.player import PlayerConfig
 from engine.sequential import SearchConfig
 from experiments.games import games_range, play
@@ -308,6 +309,7 @@ def pool_runs(directory: Path) -> Path:
     summary["pooled_from"] = [{"run": r.name, "points": len(f), "games": int(f.games.sum())}
                               for r, f in zip(runs, frames)]
     summary["machine"] = f"{len(runs)} pooled runs (runs/*.csv: their names say date, machine and seed)"
+    summary["commit"] = git_commit()  # the code that pooled them; each run's own is in its name where known
     summary.pop("wall_s", None)  # the runs' own walls are not kept
     summary["tables"] = ["points.csv", "runs.csv"]
     summary_path.write_text(json.dumps(summary, indent=2, default=float) + "\n")
