@@ -258,9 +258,8 @@ def _agreement(cfg: Config, g: pd.DataFrame, s: pd.DataFrame) -> tuple[str, dict
         more = (probe[ks[-1]] / probe[ks[0]]) ** (1 / math.log2(int(ks[-1]) / int(ks[0])))
         gain = f"; each doubling of ranks here gave {more:.2f}x the simulations per move (measured before the games)"
         if more >= 1.5 and len(s) and not (per.significant and per.value > 0):
-            gain += (", and yet no significant gain in self-play: what the added simulations are worth is lost to "
-                     "the distributed search's overhead (simulations in flight under virtual loss, statistics that "
-                     "arrive a hop late; which of these costs most is not measured here)")
+            gain += (", and yet no significant gain in self-play at this many games (what a doubling of "
+                     "simulations is worth at this budget is not measured here)")
     parts.append(f"Our real ranks reach {max(cfg.ranks)} (one worker thread each) against the thesis's 64(+16) "
                  f"compute nodes of 16 cores and 10 minutes a game, at {cfg.seconds:g} s a move on "
                  f"{cfg.board}x{cfg.board}{gain}.")
