@@ -339,12 +339,10 @@ def _stamps(t: pd.DataFrame | None, what: str) -> str:
         return ""
     if "date" not in t:
         return f"{what}: not stamped (measured before rows carried their date, machine and commit)"
-    keys = dict.fromkeys((str(r.date)[:10], r.machine, r.commit) if isinstance(r.date, str) else None
+    seen = dict.fromkeys(f"{r.date[:10]} on {r.machine} at {r.commit}" if isinstance(r.date, str) else
+                         "some not stamped (measured before rows carried their date, machine and commit)"
                          for r in t[["date", "machine", "commit"]].itertuples())
-    return f"{what}: " + "; ".join(
-        f"{date} on {machine} at {commit}" if k else
-        "some not stamped (measured before rows carried their date, machine and commit)"
-        for k in keys for date, machine, commit in [k or (None, None, None)])
+    return f"{what}: " + "; ".join(seen)
 
 
 def outcome(cfg: Config, tables: dict):
@@ -457,7 +455,7 @@ def _strength_words(st: pd.DataFrame, m: pd.DataFrame, game: str) -> tuple[str, 
              f"over the {len(ws)} algorithms): "
              + ", ".join(f"{a} {w:.2f} [{lo:.2f}, {hi:.2f}], {p_text(adj[a])}" for a, (w, lo, hi) in ws.items())
              + "."]
-    norave = {str(r.algo): bool(getattr(r, "rave", True)) or game != "go" for r in st.itertuples()}
+    without_rave = {str(r.algo) for r in st.itertuples() if game == "go" and not bool(getattr(r, "rave", True))}
     gm = m[m.game == game] if "game" in m else m.iloc[:0]
     seq = gm[gm.algo == "sequential"].pps
     ratio = {}
@@ -478,7 +476,7 @@ def _strength_words(st: pd.DataFrame, m: pd.DataFrame, game: str) -> tuple[str, 
                                + (", so a second rank here costs more in messages and waiting than its core adds."
                                   if ratio[a] < 1.0 else ", so its playouts are worth less than the sequential "
                                   "search's")
-                               + (" (it plays without RAVE, which the sequential search uses)" if not norave[a] else "")
+                               + (" (it plays without RAVE, which the sequential search uses)" if a in without_rave else "")
                                + ("." if ratio[a] >= 1.0 else "")
                                for a in below if a in ratio))
     if even:
@@ -518,8 +516,7 @@ def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict
             root1 = _at(p, game, "root", low)
             eff = {a: sp[a] / (top / low) for a in sharing}
             keep = [a for a in sharing if eff[a] >= 0.25]
-            flat_eff = {a: e for a, e in eff.items() if e < 0.25}
-            flat = list(flat_eff)
+            flat = [a for a in sharing if eff[a] < 0.25]
             vs_root = {a: _at(p, game, a, n) / root1 for a, n in (("tds", top), ("treesplit", min(32, top)))
                        if a in sp and root1 > 0}
             if vs_root:
@@ -536,7 +533,7 @@ def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict
                        "explanation), so " + ("it keeps" if len(keep) == 1 else "they keep") + " scaling." if keep
                        else "")
                     + (f" {', '.join(flat)} level{'s' * (len(flat) == 1)} off in our prediction (at most "
-                       f"{max(flat_eff.values()):.0%} efficiency at {top} CNs)"
+                       f"{max(eff[a] for a in flat):.0%} efficiency at {top} CNs)"
                        + ("; tds because every simulation passes the root's owner" if "tds" in flat else "")
                        + "." if flat else ""))
             if sp.get("leaf", 99) < 4:
