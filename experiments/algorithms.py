@@ -6,8 +6,8 @@ Three sources, one chart per domain and metric, x = worker cores:
     search from the initial position; PPS = playouts/s, NPS = nodes stored/s (the engine's table entries,
     unique per rank; root parallelisation's ranks each store their own copy). The sequential search is the
     1-core reference.
-  - measured on a 16-core Xeon (Go 19x19, random playouts; experiments/results/bench_parallel_scaling-16core
-    *.json, `treesplit bench parallel`): treesplit, tds, root and leaf on 1 ... 16 ranks.
+  - measured on a 16-core Xeon (Go 19x19, random playouts; experiments/results/bench_parallel_scaling-16core.json,
+    `treesplit bench parallel --scaling --cores 16`): every algorithm on 1 ... 16 ranks.
   - predicted: the simulator (statistical fidelity) with sim/profiles/lengau.toml, Christoph 2020's cluster (CNs of
     12 cores, FDR InfiniBand), carrying `costs`'s node costs (sim.uncertainty.mixed; by default the committed
     sim-validation calibration of this engine), 1 ... 128 CNs (11 workers each); LOA's playout
@@ -69,7 +69,8 @@ REFERENCE = ("Christoph 2020, 5.3.1-5.3.3: Figures 5.7 (PPS), 5.8 (NPS) and 5.9 
 ALGOS = ("root", "leaf", "tds", "dfuct", "treesplit")
 PREDICTED = ("root", "leaf", "tds", "dfuct", "treesplit")
 STATISTICAL = ("root", "leaf", "tds", "treesplit")   # the others are predicted in functional fidelity
-BENCH_16 = ("bench_parallel_scaling-16core.json", "bench_parallel_scaling-16core-algos.json")
+BENCH_16 = "bench_parallel_scaling-16core.json"
+BENCH_16_BOARD = "19"  # the board its squares show (the file may hold others)
 GAME_TITLES = {"go": "Go 9x9", "loa": "Lines of Action"}
 # this engine's node costs as the sim-validation experiment last calibrated them (treesplit 2x1 9x9)
 COSTS = "experiments/results/sim-validation/reference-profile.toml"
@@ -142,22 +143,20 @@ def measure_sequential(cfg: Config, game: str) -> dict:
 def bench_16core() -> pd.DataFrame:
     """The 16-core Xeon's measured points (Go 19x19, random playouts) from the kept benchmark files."""
 
+    p = REFERENCE_DIR / BENCH_16
+    if not p.exists():
+        return pd.DataFrame()
+    d = json.loads(p.read_text())
     rows = []
-    for name in BENCH_16:
-        p = REFERENCE_DIR / name
-        if not p.exists():
+    for label, e in d["boards"].get(BENCH_16_BOARD, {}).items():
+        words = label.split()
+        if "+trace" in words or words[0] not in ALGOS + ("sequential",):
             continue
-        d = json.loads(p.read_text())
-        for board, entries in d["boards"].items():
-            for label, e in entries.items():
-                words = label.split()
-                if "+trace" in words or words[0] not in ALGOS + ("sequential",):
-                    continue
-                ranks, threads = (1, 1) if words[0] == "sequential" else map(int, words[1].split("x"))
-                rows.append({"source": "16-core Xeon", "game": f"go{board}", "algo": words[0], "ranks": ranks,
-                             "worker_cores": ranks * threads, "pps": e["pps"], "nps": e["nps"],
-                             "sims_per_s": e["sims_per_s"], "machine": d["machine"], "file": name})
-    return pd.DataFrame(rows).drop_duplicates(subset=["game", "algo", "ranks"])
+        ranks, threads = (1, 1) if words[0] == "sequential" else map(int, words[1].split("x"))
+        rows.append({"source": "16-core Xeon", "game": f"go{BENCH_16_BOARD}", "algo": words[0], "ranks": ranks,
+                     "worker_cores": ranks * threads, "pps": e["pps"], "nps": e["nps"], "sims_per_s": e["sims_per_s"],
+                     "machine": d["machine"], "date": d["date"], "commit": d.get("commit", ""), "file": BENCH_16})
+    return pd.DataFrame(rows)
 
 
 def _playout_scale(game: str) -> float:
@@ -401,6 +400,10 @@ def outcome(cfg: Config, tables: dict):
             "Christoph 2020's reference is a whole multi-threaded CN and its points reach 128 CNs; ours is two ranks "
             "against one core."))
     agreement, summary = _agreement(cfg, m, p)
+    more, speedups = _bench16_words(b16)
+    if speedups:
+        agreement += " " + more
+        summary["measured_pps_speedup_16core_go19"] = speedups
     if st is not None and len(st):
         for g in dict.fromkeys(st.game):
             more, ws = _strength_words(st[st.game == g], m, g)
@@ -488,6 +491,45 @@ def _strength_words(st: pd.DataFrame, m: pd.DataFrame, game: str) -> tuple[str, 
 def _at(p: pd.DataFrame, game: str, algo: str, nodes: int) -> float:
     d = p[(p.game == game) & (p.algo == algo) & (p.nodes == nodes)] if len(p) else p
     return float(d.pps.iloc[0]) if len(d) else math.nan
+
+
+def _bench16_words(b16: pd.DataFrame) -> tuple[str, dict]:
+    """The 16-core machine's measured scaling in words: each algorithm's PPS over the sequential search at its most
+    ranks and at its best, and which of Christoph 2020's findings on PPS these points bear out."""
+    if not len(b16) or not (b16.algo == "sequential").any():
+        return "", {}
+    seq = float(b16[b16.algo == "sequential"].pps.iloc[0])
+    sp: dict[str, tuple[float, int, float, int]] = {}  # algo -> (speed-up at most ranks, most ranks, best, at)
+    for algo, d in b16[b16.algo != "sequential"].groupby("algo", sort=False):
+        d = d.sort_values("ranks")
+        best = d.loc[d.pps.idxmax()]
+        sp[str(algo)] = (float(d.pps.iloc[-1]) / seq, int(d.ranks.iloc[-1]), float(best.pps) / seq, int(best.ranks))
+    order = sorted(sp, key=lambda a: sp[a][0], reverse=True)
+    top = max(n for _, n, _, _ in sp.values())
+    words = (f"Measured on 16 cores ({b16.machine.iloc[0]}, {str(b16.date.iloc[0])[:10]}; Go 19x19, random playouts): "
+             "PPS over the sequential search at the most ranks "
+             + ", ".join(f"{a} x{sp[a][0]:.1f}" + (f" (best x{sp[a][2]:.1f} at {sp[a][3]})" if sp[a][3] != sp[a][1]
+                                                    else "") for a in order) + ".")
+    found = []
+    if "root" in sp and sp["root"][0] >= 0.75 * top and order[0] == "root":
+        found.append("root parallelisation scales near-linearly and best")
+    sharing = [a for a in order if a in ("tds", "dfuct", "treesplit")]
+    if "tds" in sharing and len(sharing) > 1:
+        # two runs a point: speed-ups within 15% of the lowest count as alike
+        low = [a for a in sharing if sp[a][0] <= 1.15 * min(sp[b][0] for b in sharing)]
+        if low == ["tds"]:
+            found.append("TDS scales worst of the tree-sharing methods")
+        elif "tds" in low:
+            found.append(f"{' and '.join(low)} scale worst of the tree-sharing methods, alike within 15% (Christoph "
+                         "2020: TDS worst, df-UCT better)")
+        else:
+            found.append(f"{' and '.join(low)}, not TDS, scale{'s' * (len(low) == 1)} worst of the tree-sharing "
+                         "methods (Christoph 2020: TDS)")
+    if "leaf" in sp and sp["leaf"][3] < sp["leaf"][1]:
+        found.append(f"leaf parallelisation tapers off (here past {sp['leaf'][3]} ranks; Christoph 2020: past 16 CNs)")
+    if found:
+        words += " As far as one machine reaches: " + "; ".join(found) + "."
+    return words, {a: round(sp[a][0], 2) for a in order}
 
 
 def _agreement(cfg: Config, m: pd.DataFrame, p: pd.DataFrame) -> tuple[str, dict]:

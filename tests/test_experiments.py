@@ -338,6 +338,28 @@ def test_algorithms_strength_table_mixing_kept_old_rows_with_new_ones_reads_as_o
                      "commit); 2026-11-28 on vm at abc")
 
 
+def test_algorithms_words_on_the_16_core_scaling_follow_the_measured_speed_ups():
+    from experiments import algorithms
+
+    def table(pps):  # algo -> PPS at 1, 2, 4, 8, 16 ranks; the sequential search makes 100
+        rows = [{"algo": "sequential", "ranks": 1, "pps": 100.0}]
+        rows += [{"algo": a, "ranks": r, "pps": v} for a, vs in pps.items() for r, v in zip((1, 2, 4, 8, 16), vs)]
+        return pd.DataFrame([{**r, "machine": "m16", "date": "2026-11-28T07:00:00+00:00"} for r in rows])
+
+    words, sp = algorithms._bench16_words(table({"root": [100, 200, 400, 800, 1500], "treesplit": [100, 180, 300, 500, 600],
+                                                 "tds": [100, 150, 200, 250, 260], "leaf": [90, 180, 300, 400, 350]}))
+    assert sp == {"root": 15.0, "treesplit": 6.0, "leaf": 3.5, "tds": 2.6}
+    assert words.startswith("Measured on 16 cores (m16, 2026-11-28;") and "leaf x3.5 (best x4.0 at 8)" in words
+    assert "root parallelisation scales near-linearly and best" in words
+    assert "TDS scales worst of the tree-sharing methods;" in words and "tapers off (here past 8 ranks" in words
+    words, _ = algorithms._bench16_words(table({"root": [100, 150, 200, 250, 300], "tds": [100, 150, 200, 280, 300],
+                                                "dfuct": [100, 150, 200, 250, 280]}))
+    assert "near-linearly" not in words and "tds and dfuct scale worst" in words and "alike within 15%" in words
+    words, _ = algorithms._bench16_words(table({"tds": [100, 150, 200, 280, 900], "dfuct": [100, 150, 200, 250, 280]}))
+    assert "dfuct, not TDS, scales worst" in words
+    assert algorithms._bench16_words(pd.DataFrame()) == ("", {})
+
+
 def test_parallel_degree_tests_the_newest_pooled_run_against_the_earlier_ones():
     from experiments import parallel_degree
 
