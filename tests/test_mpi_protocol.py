@@ -203,3 +203,37 @@ def test_a_session_reuses_its_clock_offsets_until_they_are_stale(monkeypatch):
     clock.synchronise(comm, cache)
     assert cache["clock"][2] > measured_at  # stale: measured again
     assert clock.synchronise(comm, None).offset == 0.0  # no session: always measured, nothing kept
+
+
+def test_a_simulation_budget_is_seen_reached_within_a_few_milliseconds():
+    """Under a sims budget the counts travel every SIMS_PROGRESS_EVERY, not every PROGRESS_EVERY: a search
+    must not run on for tens of milliseconds past its budget."""
+    sent = []
+    done = {0: 0, 1: 0}
+
+    def control(rank, sims, seconds=None):
+        return ctl.Control(rank, 2, sims, seconds, send=lambda dst, obj: sent.append((rank, dst, obj)),
+                           rank_state=lambda: (False, 0, 0, done[rank]), stop_role=lambda: None,
+                           final_sync=lambda: None, report=lambda: {})
+
+    c0, c1 = control(0, 100), control(1, 100)
+    for c in (c0, c1):
+        c.tick(0.0)
+    done[0], done[1] = 40, 60
+    t = ctl.SIMS_PROGRESS_EVERY
+    assert t <= 0.005 < ctl.PROGRESS_EVERY
+    c1.tick(t)
+    progress = [obj for src, dst, obj in sent if src == 1 and obj["op"] == "PROGRESS"]
+    assert progress[-1] == {"op": "PROGRESS", "sims": 60}
+    c0.on_message(1, ctl.encode(progress[-1]), t)
+    c0.tick(t)
+    assert c0.phase == ctl.DRAIN and c0.stop_reason == "100 simulations reached"
+    # a time budget keeps the slower cadence: no count is asked for before PROGRESS_EVERY
+    t1 = control(1, None, seconds=1.0)
+    t1.tick(0.0)
+    sent.clear()
+    done[1] = 70
+    t1.tick(0.005)
+    assert sent == []
+    t1.tick(ctl.PROGRESS_EVERY)
+    assert [obj for _, _, obj in sent] == [{"op": "PROGRESS", "sims": 70}]
