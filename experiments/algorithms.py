@@ -141,7 +141,7 @@ def measure_sequential(cfg: Config, game: str) -> dict:
 
 
 def bench_16core() -> pd.DataFrame:
-    """The 16-core Xeon's measured points (Go 19x19, random playouts) from the kept benchmark files."""
+    """The 16-core Xeon's measured points (Go 19x19, random playouts) from the kept benchmark file (BENCH_16)."""
 
     p = REFERENCE_DIR / BENCH_16
     if not p.exists():
@@ -516,7 +516,8 @@ def _bench16_words(b16: pd.DataFrame) -> tuple[str, dict]:
     sharing = [a for a in order if a in ("tds", "dfuct", "treesplit")]
     if "tds" in sharing and len(sharing) > 1:
         # two runs a point: speed-ups within 15% of the lowest count as alike
-        low = [a for a in sharing if sp[a][0] <= 1.15 * min(sp[b][0] for b in sharing)]
+        lowest = min(sp[a][0] for a in sharing)
+        low = [a for a in sharing if sp[a][0] <= 1.15 * lowest]
         if low == ["tds"]:
             found.append("TDS scales worst of the tree-sharing methods")
         elif "tds" in low:

@@ -167,7 +167,7 @@ def _newest_run_agrees(runs: pd.DataFrame) -> tuple[str, dict]:
         o = old[(old.sims == r.sims) & (old.s_par == r.s_par)]
         if len(o) and o.games.sum() > 0:
             tests[f"N{int(r.sims)}/S{int(r.s_par)}"] = scores_p_value(
-                (r.wins + 0.5 * r.draws) / r.games, int(r.games),
+                _points(r) / r.games, int(r.games),
                 float(_points(o).sum()) / float(o.games.sum()), int(o.games.sum()))
     if not tests:
         return f"The newest run ({newest}) shares no point with the earlier ones.", {}
