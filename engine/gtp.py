@@ -14,6 +14,9 @@ interval centiseconds until the next command arrives, one line of candidate move
 (winrate and lcb, its 95% Wilson lower bound, in 1/10000 for the side to move; kata-analyze: fractions).
 The next command ends it with the blank line. handle() answers the `=` line and leaves `analysis` set; the
 I/O loop then calls run_analysis() until a line arrives (engine/commands/gtp.py).
+
+`treesplit-last_search` answers what the last genmove's search did, `sims 5012 seconds 0.2481`, so that a
+referee can count the simulations each side gets a move (`treesplit match` asks every engine that knows it).
 """
 
 from __future__ import annotations
@@ -236,6 +239,7 @@ class GtpEngine:
             "time_left": self.cmd_time_left,
             "loadsgf": self.cmd_loadsgf,
             "printsgf": self.cmd_printsgf,
+            "treesplit-last_search": self.cmd_last_search,
             **{name: (lambda a, style=style: self.cmd_analyze(a, style)) for name, style in ANALYZE_STYLES.items()},
         }
         self._reset()
@@ -454,6 +458,12 @@ class GtpEngine:
                     write(line + "\n")
         except Exception:  # an engine bug must not kill the session: the next command still gets an answer
             self.last_traceback = traceback.format_exc()
+
+    def cmd_last_search(self, args: list[str]) -> str:
+        result = getattr(self.player, "last_result", None)
+        if result is None:
+            raise GtpError("no search yet")
+        return f"sims {int(result.sims)} seconds {float(result.seconds):.4f}"
 
     def cmd_printsgf(self, args: list[str]) -> str:
         """The game so far as SGF; with a file name, written there instead (GTP: `printsgf [filename]`)."""

@@ -94,6 +94,10 @@ class GameResult:
     genmoves_white: int = 0
     max_black: float = 0.0  # the side's longest move
     max_white: float = 0.0
+    sims_black: int = 0  # simulations of the side's searches, as its engine reported them (treesplit-last_search)
+    sims_white: int = 0
+    searches_black: int = 0  # the side's moves whose search was reported (0: an engine that does not say)
+    searches_white: int = 0
     sgf: str = ""
 
     def times(self, color: int) -> MoveTimes:
@@ -101,6 +105,16 @@ class GameResult:
         if color == BLACK:
             return MoveTimes(self.genmoves_black, self.time_black, self.max_black)
         return MoveTimes(self.genmoves_white, self.time_white, self.max_white)
+
+    def sims(self, color: int) -> tuple[int, int]:
+        """One side's (reported searches, their simulations) in this game."""
+        if color == BLACK:
+            return self.searches_black, self.sims_black
+        return self.searches_white, self.sims_white
+
+    def sims_per_move(self, color: int) -> float | None:
+        n, sims = self.sims(color)
+        return sims / n if n else None
 
     @property
     def ours(self) -> int:
@@ -164,6 +178,7 @@ class Referee:
         self.game = new_game(size, komi)
         self.res = GameResult(index=0)
         self._cleanup_known = [False, False]
+        self._reports_search = [False, False]  # the side's engine answers treesplit-last_search
 
     # -- engine calls that turn failures into a lost game ---------------------------------------------
 
@@ -182,6 +197,8 @@ class Referee:
                     raise _Fault(color, "setup failed", f"{cmd}: {r.text}")
             known = self._send(color, "known_command kgs-genmove_cleanup")
             self._cleanup_known[color] = known.ok and known.text == "true"
+            known = self._send(color, "known_command treesplit-last_search")
+            self._reports_search[color] = known.ok and known.text == "true"
 
     # -- the game ------------------------------------------------------------------------------------------
 
@@ -220,6 +237,7 @@ class Referee:
                 res.max_white = max(res.max_white, elapsed)
             if not reply.ok:
                 raise _Fault(color, "genmove failed", reply.text)
+            self._count_search(color)
             word = reply.text.strip()
             if word.lower() == "resign":
                 res.winner, res.reason = 1 - color, "resign"
@@ -240,6 +258,21 @@ class Referee:
                     resume(game)
                     continue
                 return
+
+    def _count_search(self, color: int) -> None:
+        """Add the simulations of the search that made this move, where the side's engine reports them (an
+        answer that does not read as `sims N ...` is not counted: the count is information, not a rule)."""
+        if not self._reports_search[color]:
+            return
+        words = self._send(color, "treesplit-last_search").text.split()
+        if len(words) < 2 or words[0] != "sims" or not words[1].isdigit():
+            return
+        if color == BLACK:
+            self.res.searches_black += 1
+            self.res.sims_black += int(words[1])
+        else:
+            self.res.searches_white += 1
+            self.res.sims_white += int(words[1])
 
     def _action(self, color: int, word: str) -> int:
         if word.lower() == "pass":
@@ -342,7 +375,8 @@ def _engine_label(command: str) -> str:
 CSV_FIELDS = ["game", "our_color", "outcome", "result", "reason", "detail", "moves", "score", "opponent_score",
               "scores_agree", "winners_agree", "cleanup",
               "score_before_cleanup", "opponent_score_before_cleanup", "seconds", "time_black", "time_white",
-              "our_moves", "our_mean_s", "our_max_s", "opponent_moves", "opponent_mean_s", "opponent_max_s", "sgf"]
+              "our_moves", "our_mean_s", "our_max_s", "opponent_moves", "opponent_mean_s", "opponent_max_s",
+              "our_sims_per_move", "opponent_sims_per_move", "sgf"]
 
 
 def csv_row(r: GameResult) -> dict:
@@ -357,6 +391,8 @@ def csv_row(r: GameResult) -> dict:
         t = r.times(color)
         d[f"{who}_moves"], d[f"{who}_max_s"] = t.moves, round(t.longest, 4)
         d[f"{who}_mean_s"] = None if t.mean is None else round(t.mean, 4)
+        per_move = r.sims_per_move(color)
+        d[f"{who}_sims_per_move"] = None if per_move is None else round(per_move, 1)
     return {k: d[k] for k in CSV_FIELDS}
 
 
@@ -397,6 +433,7 @@ def summarize(cfg: MatchConfig, results: list[GameResult], ours: dict | None = N
         "mean_game_seconds": sum(r.seconds for r in results) / len(results) if results else 0.0,
         "our_seconds_per_move": mine.mean,
         "time": {"ours": time_summary(mine, cfg.budget), "opponent": time_summary(theirs, cfg.opponent_budget)},
+        "sims_per_move": {"ours": side_sims(results), "opponent": side_sims(results, opponent=True)},
     }
 
 
@@ -406,6 +443,16 @@ def side_times(results: list[GameResult], opponent: bool = False) -> MoveTimes:
     for r in results:
         total = total.merge(r.times(r.ours if not opponent else 1 - r.ours))
     return total
+
+
+def side_sims(results: list[GameResult], opponent: bool = False) -> float | None:
+    """Our side's (or the opponent's) mean simulations per reported search over all games; None where its
+    engine reported none."""
+    n = sims = 0
+    for r in results:
+        k, x = r.sims(r.ours if not opponent else 1 - r.ours)
+        n, sims = n + k, sims + x
+    return sims / n if n else None
 
 
 def write_csv(path: Path, results: list[GameResult]) -> None:

@@ -301,3 +301,37 @@ def test_a_real_short_match_records_both_sides_times_per_move(tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "games.csv")))
     assert [int(r["our_moves"]) for r in rows] == [8, 8] and all(float(r["opponent_mean_s"]) > 0 for r in rows)
     assert json.loads((tmp_path / "summary.json").read_text())["time"]["ours"]["moves"] == 16
+
+
+def test_a_match_counts_the_simulations_of_every_move_where_an_engine_reports_them(tmp_path):
+    """Two sequential players of fixed simulations: every move's search is counted, per game and over the
+    match; an engine that does not know treesplit-last_search (RandomPlayer's has no search) is not."""
+    import functools
+
+    from engine.player import PlayerConfig
+    from experiments.games import endpoint
+
+    cfg = MatchConfig(opponent="sequential (in-process)", games=2, board=9, komi=7.0, max_moves=12)
+    us = functools.partial(endpoint, PlayerConfig(sims=40, seed=1, tt_mb=16), 9, 7.0, "us")
+    them = functools.partial(endpoint, PlayerConfig(sims=25, seed=2, tt_mb=16), 9, 7.0, "them")
+    s = run_match(cfg, us, tmp_path, progress=False, make_opponent=them)
+    assert s["sims_per_move"] == {"ours": 40.0, "opponent": 25.0}
+    rows = list(csv.DictReader(open(tmp_path / "games.csv")))
+    assert [(float(r["our_sims_per_move"]), float(r["opponent_sims_per_move"])) for r in rows] == [(40.0, 25.0)] * 2
+    s = run_match(MatchConfig(opponent="random", games=1, board=9, komi=7.0, max_moves=6), us, None,
+                  progress=False, make_opponent=lambda: local(5))
+    assert s["sims_per_move"] == {"ours": 40.0, "opponent": None}
+
+
+def test_last_search_before_and_after_a_genmove():
+    from engine.player import Player, PlayerConfig
+
+    e = GtpEngine(Player(PlayerConfig(sims=30, seed=1, tt_mb=16)), size=9, komi=7.0)
+    try:
+        assert e.handle("known_command treesplit-last_search") == "= true\n\n"
+        assert e.handle("treesplit-last_search").startswith("? no search yet")
+        e.handle("genmove b")
+        words = e.handle("treesplit-last_search").split()
+        assert words[:3] == ["=", "sims", "30"] and words[3] == "seconds" and float(words[4]) > 0
+    finally:
+        e.close()

@@ -22,7 +22,8 @@ examples:
       --algo root --ranks 2 --seconds 0.5
 
 Each side's wall time per move (genmove sent to reply) is kept per game and in the summary (mean, max,
-budget); a side more than 5% over its budget on average is flagged.
+budget); a side more than 5% over its budget on average is flagged. So are the simulations per move of
+each side whose engine reports them (treesplit's GTP command treesplit-last_search; GNU Go does not).
 """
 
 
@@ -104,6 +105,11 @@ def run(args: argparse.Namespace) -> int:
           f"winner disagreements {summary['winner_disagreements']}")
     print("time per move: " + "; ".join(time_line(who, summary["time"][key])
                                         for who, key in (("ours", "ours"), ("opponent's", "opponent"))))
+    sims = summary["sims_per_move"]
+    if sims["ours"] is not None or sims["opponent"] is not None:
+        print("simulations per move: " + "; ".join(f"{who} {'not reported' if x is None else f'{x:.0f}'}"
+                                                  for who, x in (("ours", sims["ours"]),
+                                                                 ("opponent's", sims["opponent"]))))
     for who, key in (("We", "ours"), ("The opponent", "opponent")):
         t = summary["time"][key]
         if t["over_budget"]:
