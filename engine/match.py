@@ -195,10 +195,12 @@ class Referee:
                 r = self._send(color, cmd)
                 if not r.ok:
                     raise _Fault(color, "setup failed", f"{cmd}: {r.text}")
-            known = self._send(color, "known_command kgs-genmove_cleanup")
-            self._cleanup_known[color] = known.ok and known.text == "true"
-            known = self._send(color, "known_command treesplit-last_search")
-            self._reports_search[color] = known.ok and known.text == "true"
+            self._cleanup_known[color] = self._knows(color, "kgs-genmove_cleanup")
+            self._reports_search[color] = self._knows(color, "treesplit-last_search")
+
+    def _knows(self, color: int, command: str) -> bool:
+        known = self._send(color, f"known_command {command}")
+        return known.ok and known.text == "true"
 
     # -- the game ------------------------------------------------------------------------------------------
 

@@ -305,7 +305,7 @@ def test_a_real_short_match_records_both_sides_times_per_move(tmp_path):
 
 def test_a_match_counts_the_simulations_of_every_move_where_an_engine_reports_them(tmp_path):
     """Two sequential players of fixed simulations: every move's search is counted, per game and over the
-    match; an engine that does not know treesplit-last_search (RandomPlayer's has no search) is not."""
+    match; an engine whose player never searches (RandomPlayer: treesplit-last_search answers an error) is not."""
     import functools
 
     from engine.player import PlayerConfig
