@@ -279,6 +279,42 @@ def test_a_session_waiting_for_its_next_move_leaves_the_cores_to_others(tmp_path
 
 @pytest.mark.mpi
 @pytest.mark.timeout(240)
+@pytest.mark.parametrize("algo", ["treesplit", "root"])
+def test_each_move_starts_from_what_the_session_kept_and_analysis_counts_it_once(algo, tmp_path, monkeypatch):
+    """Tree reuse across a session's searches: treesplit's root owner brings the root's statistics from the
+    earlier search (the next position's node, or the same one again), root parallelisation starts afresh.
+    Analysis searches one position in stretches; either way each stretch's simulations count once in the
+    candidates it reports (kept at the root, or added up by the player)."""
+    from engine.player import Player, PlayerConfig
+    from model.go.game import GoGame
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    p = Player(PlayerConfig(algo=algo, sims=300, ranks=2, threads=1))
+    results = []
+    search = p.searcher.search
+    p.searcher.search = lambda *a, **k: results.append(search(*a, **k)) or results[-1]
+    try:
+        g = GoGame(9, 7.0)
+        p.new_game(9, 7.0)
+        for color in (0, 1):  # self-play: the second root is a child of the first
+            g.play(p.genmove(g, color), color)
+        second = results[-1]
+        assert second.sims == 300 and (second.root_visits > 300) == (algo == "treesplit")
+        assert p.searcher.keeps_root_visits == (algo == "treesplit")
+        children = None
+        for k in range(1, 4):
+            children, _ = p.analyze(g, 0, 0.2, children)
+            base = results[-k].root_visits - results[-k].sims  # what the first stretch found at the root
+            total, sims = sum(c.visits for c in children), base + sum(r.sims for r in results[-k:])
+            assert sims - k <= total <= sims, (k, total, [(r.sims, r.root_visits) for r in results])
+            assert results[-1].root_visits == (sims if algo == "treesplit" else results[-1].sims)
+    finally:
+        p.close()
+    assert not _alive(tmp_path)
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(240)
 def test_a_player_whose_mpi_session_died_starts_new_ranks(tmp_path, monkeypatch, capfd):
     """A GTP player or a match side whose session job died (here: killed between two moves) goes on with new
     ranks at its next search or new game, saying so on stderr, rather than failing every later move."""

@@ -17,7 +17,7 @@ from model.roles.params import TreesplitParams, thesis_rules
 from model.roles.core import F_SELECT
 from model.roles.steps import ST_MOVE, ST_PLAYOUT
 from model.roles.treesplit import TreesplitSearch
-from model.tt import new_table
+from model.tt import lookup, new_table
 from model.uct import C_SUPERKO, N_COUNTERS, UctParams, history_array, run_simulations
 
 PGAME = dict(branching=4, depth=8, seed=3)
@@ -415,17 +415,45 @@ def test_tree_snapshot_rows_hang_together():
     assert len(tree_rows(roles[:M], max_depth=3, max_nodes=10)["hash"]) == 10
 
 
-def test_a_kept_table_starts_a_new_search():
+@pytest.mark.parametrize("M", [2, 3])
+def test_a_kept_table_starts_a_new_search_with_the_roots_statistics(M):
+    """Tree reuse: a search on the tables an earlier one left starts from the root's kept statistics (its
+    owner brings them, the other ranks' copies start from zero and hear of them in the first sync), so
+    after the second search every rank's root holds both searches' visits, the same everywhere."""
+    g, s = make_game("pgame", **PGAME)
+    lay = Layout(M, 0, workers=1)
+    tables = [new_table(4096, 4) for _ in range(M)]
+    for seed, expect in ((1, 300), (2, 600)):
+        roles = [make_role("treesplit", r, lay, Setup(g, s, sims=300, seed=seed), {"n_dup": 32}, tables[r])
+                 for r in range(M)]
+        run = Loopback(roles, seed=seed, keep=True).run()
+        assert sorted(r.root_kept for r in roles) == [0] * (M - 1) + [expect - 300]
+        assert all(int(r.t.visits[r.root_slot]) == expect for r in roles)
+        assert len({tuple(r.root_stats()["child_visits"]) for r in roles}) == 1
+        assert sum(roles[0].root_stats()["child_visits"]) in (expect, expect - 1)  # the first visit may expand
+        assert not [p for p in treesplit_problems(roles, run.sent) if "root visits" in p or "unsent" in p]
+        assert all(r.idle() for r in roles) and run.message_counts()[DUP] > 0
+
+
+def test_a_kept_tables_root_is_a_node_the_earlier_search_grew():
+    """The next move's search (the root one move down) starts from what the earlier search gave that node."""
     g, s = make_game("pgame", **PGAME)
     lay = Layout(2, 0, workers=1)
-    tables = [new_table(4096, 4), new_table(4096, 4)]
-    for seed in (1, 2):
-        roles = [make_role("treesplit", r, lay, Setup(g, s, sims=300, seed=seed), {"n_dup": 32}, tables[r])
-                 for r in range(2)]
-        run = Loopback(roles, seed=seed, keep=True).run()
-        # the root is shared afresh; nodes of the first search are still there to reuse
-        assert all(int(r.t.visits[r.root_slot]) == 300 for r in roles)
-        assert all(r.idle() for r in roles) and run.message_counts()[DUP] > 0
+    tables = [new_table(4096, 4) for _ in range(2)]
+    roles = [make_role("treesplit", r, lay, Setup(g, s, sims=600, seed=1), {"n_dup": 32}, tables[r])
+             for r in range(2)]
+    Loopback(roles, seed=1, keep=True).run()
+    st = roles[0].root_stats()
+    best = int(np.argmax(st["child_visits"]))
+    child = s.copy()
+    game.play(g, child, int(st["moves"][best]))
+    slots = [lookup(r.t, game.hash(g, child), False)[0] for r in roles]
+    visits = max(int(r.t.visits[x]) for r, x in zip(roles, slots) if x)  # its owner's (the whole count)
+    roles = [make_role("treesplit", r, lay, Setup(g, child, sims=200, seed=2), {"n_dup": 32}, tables[r])
+             for r in range(2)]
+    Loopback(roles, seed=2, keep=True).run()
+    assert max(r.root_kept for r in roles) == visits > 0
+    assert all(int(r.t.visits[r.root_slot]) == visits + 200 for r in roles)
 
 
 def test_few_parts_are_placed_as_the_kernel_places_them():

@@ -127,10 +127,9 @@ class DistributedSearcher:
     that lives as long as the searcher, so each rank keeps its part of the tree from move to move. Inside an
     MPI job the user started, rank 0 leads the session and the other ranks serve it from here on: for them
     the constructor returns only when rank 0 closes the session, and then ends the process.
-    A search's root statistics are its own (the duplicated root starts afresh on every rank), so an analysis
-    that searches one position in several stretches adds them up itself (keeps_root_visits)."""
-
-    keeps_root_visits = False
+    A search starts from the statistics an earlier one left at its root where the algorithm keeps them (the
+    root's owner in treesplit, tds, dfuct and leaf; root parallelisation and hybrid start afresh), so whether
+    a search's root visits include earlier ones is said per search (keeps_root_visits)."""
 
     def __init__(self, algo: str, config):
         config.validate()
@@ -138,6 +137,7 @@ class DistributedSearcher:
         self.session = None
         self._overheads: list[float] = []  # wall seconds of recent searches beyond their search phase
         self._searched = False  # the session has searched (its kernels are loaded)
+        self._kept_root = False  # the last search's root statistics include earlier searches'
         self._check = distributed_config(algo, config, sims=1)
         self._check.validate()
         if inside_mpi():
@@ -165,6 +165,7 @@ class DistributedSearcher:
         t0 = time.monotonic()
         res = self._session().command({"op": "search", "config": dataclasses.asdict(dc)})["result"]
         self._searched = True
+        self._kept_root = int(res["root_visits"]) > int(res["sims"])
         if budget.seconds is not None and started:
             self._note_overhead(time.monotonic() - t0 - float(res["seconds"]))
         nan = float("nan")
@@ -177,6 +178,12 @@ class DistributedSearcher:
                             new_nodes=res["nodes"], seconds=res["seconds"], root_visits=res["root_visits"],
                             root_value=res["root_value"], children=children, pv=res["pv"], extensions=[],
                             counters=counters)
+
+    @property
+    def keeps_root_visits(self) -> bool:
+        """Whether the last search's root statistics count the earlier searches' too (Player.analyze adds
+        them up where not)."""
+        return self._kept_root
 
     # A distributed search costs more wall time than its search phase: setting up the ranks' roles, the
     # final sync and gathering the reports (~0.1-0.2 s on 2 ranks). A player given S seconds must answer

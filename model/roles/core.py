@@ -1183,21 +1183,51 @@ def start(c, buf):
     cs.root_pos = game.position_hash(c.g, c.root)
     cs.root_owner = owner(h, cs.M, cs.local_slots) if cs.M > 1 else 0
     if cs.M > 1 and cs.share_root:
-        # the root is shared by all ranks from the start (Schaefers 2014, 4.2.4): same zeroed statistics,
-        # same children
-        t.visits[slot] = 0
-        t.value[slot] = 0.0
-        t.child_visits[slot, :] = 0
-        t.child_value[slot, :] = 0.0
-        t.amaf_visits[slot, :] = 0
-        t.amaf_value[slot, :] = 0.0
+        # the root is shared by all ranks from the start (Schaefers 2014, 4.2.4), with the same children
         t.vloss[slot, :] = 0
-        if t.n_children[slot] < 0 and not game.is_terminal(c.g, c.root):
-            t.n_children[slot] = UNEXPANDED
-            expand(t, c.g, c.root.copy(), slot, buf)
-        share_root(t, c.dt, slot, h)
+        if _keeps_root(c, slot):
+            _share_kept_root(c, slot, h)
+        else:
+            t.visits[slot] = 0
+            t.value[slot] = 0.0
+            t.child_visits[slot, :] = 0
+            t.child_value[slot, :] = 0.0
+            t.amaf_visits[slot, :] = 0
+            t.amaf_value[slot, :] = 0.0
+            if t.n_children[slot] < 0 and not game.is_terminal(c.g, c.root):
+                t.n_children[slot] = UNEXPANDED
+                expand(t, c.g, c.root.copy(), slot, buf)
+            share_root(t, c.dt, slot, h)
     _fill(c)
     return OK
+
+
+@njit(cache=True, nogil=True)
+def _keeps_root(c, slot):
+    """Whether this rank brings the statistics an earlier search of the session left at the root (tree
+    reuse): in treesplit the root's owner holds all of them after that search's final synchronisation (the
+    other ranks' copies of a node are stale or partial), so it alone keeps them and the others start from
+    zero. Root parallelisation and hybrid groups, whose ranks each hold merged sums, start afresh."""
+    cs = c.cs[0]
+    return (cs.adopt == 0 and cs.G == 1 and cs.root_owner == cs.lrank and c.t.n_children[slot] > 0
+            and c.t.visits[slot] > 0)
+
+
+@njit(cache=True, nogil=True)
+def _share_kept_root(c, slot, h):
+    """Share the root with its kept statistics as unsent increments: the first synchronisation of the root
+    gives them to every other rank, whose copy starts from zero."""
+    t, dt = c.t, c.dt
+    if not share_root(t, dt, slot, h):
+        return
+    r = dt.row_of[slot]
+    dt.node_n[r] = t.visits[slot]
+    dt.node_w[r] = t.value[slot]
+    for j in range(t.n_children[slot]):
+        dt.n[r, j] = t.child_visits[slot, j]
+        dt.w[r, j] = t.child_value[slot, j]
+        dt.an[r, j] = t.amaf_visits[slot, j]
+        dt.aw[r, j] = t.amaf_value[slot, j]
 
 
 @njit(cache=True, nogil=True)

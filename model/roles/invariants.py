@@ -2,7 +2,8 @@
 the roles in one process can check it: loopback tests, the functional simulator).
 
 `treesplit_problems(search_roles, messages)` returns a list of violations (empty: all good):
-  - every search rank completed its share; the root's visits on every rank equal the simulations completed;
+  - every search rank completed its share; the root's visits on every rank that holds it equal the
+    simulations completed (plus those an earlier search on a kept table left at the root);
   - every duplicated node is usable on every rank with the same statistics there, equal to the owner's
     DUP snapshot plus every SYNC increment any search rank sent (given the sent messages);
   - nothing is left in the delta counters or as virtual loss;
@@ -40,13 +41,16 @@ def treesplit_problems(roles, messages=None, all_roles=None, between=()) -> list
     if not any(r.holds_root() for r in roles):
         bad.append("no rank holds the root's statistics")
     done = sum(r.done for r in roles)
+    # a kept table's root starts with an earlier search's visits on the rank that brings them, zero elsewhere
+    kept = max((getattr(r, "root_kept", 0) for r in roles if r.holds_root()), default=0)
     for r in roles:
         if r.quota is not None and not r.stopped and r.done != r.quota:
             bad.append(f"rank {r.rank}: completed {r.done} of its {r.quota} simulations")
         if r.done != r.started:
             bad.append(f"rank {r.rank}: started {r.started} simulations, completed {r.done}")
-        if r.holds_root() and int(r.t.visits[r.root_slot]) != done:
-            bad.append(f"rank {r.rank}: root visits {int(r.t.visits[r.root_slot])} != simulations completed {done}")
+        if r.holds_root() and int(r.t.visits[r.root_slot]) != done + kept:
+            bad.append(f"rank {r.rank}: root visits {int(r.t.visits[r.root_slot])} != simulations completed {done}"
+                       + (f" + {kept} kept from an earlier search" if kept else ""))
         if np.any(r.t.vloss != 0):
             bad.append(f"rank {r.rank}: virtual loss left on {int(np.count_nonzero(r.t.vloss))} edges")
         dt = r.dt

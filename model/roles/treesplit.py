@@ -121,6 +121,7 @@ class TreesplitSearch(Role):
         self._buf = np.empty(self.n_actions, np.int64)
         self.root_slot = 0
         self.root_hash = np.uint64(0)
+        self.root_kept = 0  # root visits an earlier search on this table left and this one keeps (tree reuse)
 
     def _use(self, arrays: K.Arrays) -> None:
         """Work on these arrays from now on (new, or grown): Python reads them, the kernels get a Core."""
@@ -307,6 +308,7 @@ class TreesplitSearch(Role):
         c = self.a
         self.root_slot = int(c.cs[0]["root_slot"])
         self.root_hash = np.uint64(c.cs[0]["root_hash"])
+        self.root_kept = int(self.t.visits[self.root_slot])
         return self._actions()
 
     def on_message(self, msg: Message) -> Actions:
