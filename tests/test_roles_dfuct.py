@@ -152,6 +152,41 @@ def test_fold_keeps_the_job_below_while_the_best_stays_best():
     assert fold_result(g, p, steps, frames, 3, 1.0, 0.0) == 0
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_a_frame_names_the_best_other_child_by_the_folds_score(seed):
+    """fill_frames scores the node's children as fold_result does (uct._score: no AMAF, no prior, ln N as
+    the exploration term), unvisited ones and other jobs' virtual loss included, and keeps the best but the
+    chosen one."""
+    import math
+
+    from model.roles.dfuct_kernels import fill_frames
+    from model.tt import lookup, new_table
+    from model.uct import _score
+
+    rng = np.random.default_rng(seed)
+    p = UctParams(rave=False, c=0.7, vloss=1.0).to_array()
+    K = 40
+    t = new_table(64, K)
+    slot, _ = lookup(t, np.uint64(12345), True)
+    t.n_children[slot] = K
+    t.child_visits[slot, :] = rng.integers(0, 30, K) * (rng.random(K) < 0.8)
+    t.child_value[slot, :] = rng.random(K) * t.child_visits[slot, :]
+    t.vloss[slot, :] = rng.integers(0, 3, K)
+    t.visits[slot] = int(t.child_visits[slot].sum()) + 1
+    j = int(rng.integers(K))
+    t.vloss[slot, j] += 1  # this job's own
+    steps, frames = np.zeros(2, STEP), np.zeros(2, FRAME)
+    steps[0]["hash"], steps[0]["idx"], steps[1]["idx"] = 12345, j, -1
+    fill_frames(t, p, steps, frames, 0, 2, np.array([slot, 0]), np.zeros(K))
+    log_n = math.log(t.visits[slot])
+    n = t.child_visits[slot].astype(float) + t.vloss[slot]
+    scores = [_score(n[c], t.child_value[slot, c], 0.0, 0.0, 0.0, log_n, p) if c != j else -np.inf for c in range(K)]
+    second = int(np.argmax(scores))
+    assert frames[0]["second"] == second and frames[0]["visits"] == t.visits[slot]
+    assert frames[0]["n_second"] == np.float32(n[second]) and frames[0]["n_best"] == np.float32(n[j] - 1)
+    assert frames[1]["second"] == -1 and frames[1]["visits"] == 0  # a leaf record has no frame to fill
+
+
 def test_a_job_arriving_with_its_report_applies_it_before_selecting():
     g, s = make_game("pgame", **PGAME)
     lay = Layout(2, 0, workers=1)

@@ -45,7 +45,7 @@ from model.atomics import atomic_add, atomic_load, atomic_store
 from model.cycles import cycles
 from model.ownership import owner
 from model.rng import randint
-from model.roles.dup import apply_rows, flush_rows, share_root, write_dup
+from model.roles.dup import apply_rows, flush_rows, share_kept_root, share_root, write_dup
 from model.roles.dfuct_kernels import F_POP, F_REPORT, apply_reports, fill_frames, fold_result
 from model.roles.messages import (F_FRAMES, FRAME, HEAD, K_DUP, K_JOB, K_RESULT, body_frames, K_FWD, K_MERGE, K_MOVE, K_SYNC, K_UPDATE, NODE_ROW, STAT, STEP,
                                   body_amaf, body_rows, body_steps, head, record_size, write_head)
@@ -183,6 +183,7 @@ class Scratch(NamedTuple):
     log_sim: np.ndarray   # int64[L]
     log_t: np.ndarray     # int64[L + 1]
     log_n: np.ndarray     # int64[1]
+    score: np.ndarray     # float64[max_children]  a node's children's scores (df-UCT's frames)
 
 
 # --- small helpers ------------------------------------------------------------------------------------------------
@@ -1186,7 +1187,7 @@ def start(c, buf):
         # the root is shared by all ranks from the start (Schaefers 2014, 4.2.4), with the same children
         t.vloss[slot, :] = 0
         if _keeps_root(c, slot):
-            _share_kept_root(c, slot, h)
+            share_kept_root(t, c.dt, slot, h)
         else:
             t.visits[slot] = 0
             t.value[slot] = 0.0
@@ -1211,23 +1212,6 @@ def _keeps_root(c, slot):
     cs = c.cs[0]
     return (cs.adopt == 0 and cs.G == 1 and cs.root_owner == cs.lrank and c.t.n_children[slot] > 0
             and c.t.visits[slot] > 0)
-
-
-@njit(cache=True, nogil=True)
-def _share_kept_root(c, slot, h):
-    """Share the root with its kept statistics as unsent increments: the first synchronisation of the root
-    gives them to every other rank, whose copy starts from zero."""
-    t, dt = c.t, c.dt
-    if not share_root(t, dt, slot, h):
-        return
-    r = dt.row_of[slot]
-    dt.node_n[r] = t.visits[slot]
-    dt.node_w[r] = t.value[slot]
-    for j in range(t.n_children[slot]):
-        dt.n[r, j] = t.child_visits[slot, j]
-        dt.w[r, j] = t.child_value[slot, j]
-        dt.an[r, j] = t.amaf_visits[slot, j]
-        dt.aw[r, j] = t.amaf_value[slot, j]
 
 
 @njit(cache=True, nogil=True)
@@ -1484,7 +1468,7 @@ def execute(c, pkg, sc):
         s.result = playout(c.g, c.pos[pkg], rng, amaf)
         s.has_amaf = 1
     if cs.mode == MODE_DFUCT and kind != PK_PLAYOUT:
-        fill_frames(c.t, c.p, c.steps[pkg], c.frames[pkg], n0, s.n)
+        fill_frames(c.t, c.p, c.steps[pkg], c.frames[pkg], n0, s.n, c.pslots[pkg], sc.score)
     elif cs.slmp and s.playouts > 1 and c.p[P_VLOSS] > 0 and (
             (kind == PK_SELECT and (s.st == ST_PLAYOUT or s.st == ST_LOSS)) or (kind == PK_EXPAND and s.st == 0)):
         add_path_vloss(c.t, c.steps[pkg], s.n, s.playouts - 1)
@@ -1732,4 +1716,5 @@ def new_arrays(t, dt, g, root, history, p, y, *, world: int, M: int, glob, peers
 def new_scratch(g, rave: bool, log: int = 0) -> Scratch:
     na = int(game.n_actions(g))
     return Scratch(amaf_up=np.zeros(na, np.int8), buf=np.zeros(na, np.int64), log_kind=np.zeros(log, np.int8),
-                   log_sim=np.zeros(log, np.int64), log_t=np.zeros(log + 1, np.int64), log_n=np.zeros(1, np.int64))
+                   log_sim=np.zeros(log, np.int64), log_t=np.zeros(log + 1, np.int64), log_n=np.zeros(1, np.int64),
+                   score=np.zeros(int(game.max_children(g)), np.float64))

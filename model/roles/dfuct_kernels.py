@@ -12,7 +12,7 @@ from numba import njit
 from model import game
 from model.atomics import atomic_add, atomic_add2
 from model.tt import lookup
-from model.uct import P_VLOSS, _score
+from model.uct import P_FPU, P_VLOSS, _score
 
 # STEP.flags of report records: take the job's virtual loss off the edge (the frame is popped); the record
 # is a report to apply on arrival, not a step of the job's path (MOVE)
@@ -20,11 +20,12 @@ F_POP, F_REPORT = 1, 2
 
 
 @njit(cache=True, nogil=True)
-def fill_frames(t, p, steps, frames, n0, n):
-    """Frames of the steps a selection just appended (steps[n0:n]): the node's visits, the chosen child's
-    and the best other child's statistics (visit counts with the virtual loss of other jobs, as selection
-    saw them), nothing pending yet."""
+def fill_frames(t, p, steps, frames, n0, n, pslots, score):
+    """Frames of the steps a selection just appended (steps[n0:n], their nodes in pslots[n0:n]): the node's
+    visits, the chosen child's and the best other child's statistics (visit counts with the virtual loss of
+    other jobs, as selection saw them), nothing pending yet. score: float64[>= max children], scratch."""
     vw = p[P_VLOSS]
+    fpu = p[P_FPU]
     for k in range(n0, n):
         frames[k].dn = 0
         frames[k].dw = 0.0
@@ -37,19 +38,19 @@ def fill_frames(t, p, steps, frames, n0, n):
         j = steps[k].idx
         if j < 0:
             continue
-        slot, _ = lookup(t, steps[k].hash, False)
-        if slot == 0:
-            continue
+        slot = pslots[k]
         log_n = math.log(max(float(t.visits[slot]), 1.0))
+        nc = t.n_children[slot]
+        # fold_result's score (uct._score with no AMAF, no prior, log N as the exploration term), in a loop
+        # the compiler vectorises, then the best child other than j
+        for c in range(nc):
+            m = float(t.child_visits[slot, c]) + vw * t.vloss[slot, c]
+            score[c] = t.child_value[slot, c] / m + log_n / math.sqrt(m) if m > 0.0 else fpu
         best = -np.inf
         second = -1
-        for c in range(t.n_children[slot]):
-            if c == j:
-                continue
-            sc = _score(float(t.child_visits[slot, c]) + vw * t.vloss[slot, c], t.child_value[slot, c], 0.0, 0.0,
-                        0.0, log_n, p)
-            if sc > best:
-                best, second = sc, c
+        for c in range(nc):
+            if c != j and score[c] > best:
+                best, second = score[c], c
         frames[k].visits = t.visits[slot]
         frames[k].n_best = float(t.child_visits[slot, j]) + vw * (t.vloss[slot, j] - 1)  # less this job's own
         frames[k].w_best = t.child_value[slot, j]

@@ -94,6 +94,30 @@ def share_root(t, dt, slot, h):
 
 
 @njit(cache=True, nogil=True)
+def share_kept_root(t, dt, slot, h):
+    """Mark the root (expanded, with the statistics an earlier search left) duplicated on this rank, all of
+    them unsent: the first synchronisation gives them to the other ranks, whose copy starts from zero."""
+    if atomic_load(dt.row_of, slot) >= 0:
+        return True
+    r = _alloc(dt, slot, h, 1)
+    if r >= 0:
+        _unsent(t, dt, r, slot, t.n_children[slot])
+    return r >= 0
+
+
+@njit(cache=True, nogil=True)
+def _unsent(t, dt, r, slot, nc):
+    """Row r's unsent increments are all the node's statistics (its nc children's too)."""
+    dt.node_n[r] = t.visits[slot]
+    dt.node_w[r] = t.value[slot]
+    for j in range(max(nc, 0)):
+        dt.n[r, j] = t.child_visits[slot, j]
+        dt.w[r, j] = t.child_value[slot, j]
+        dt.an[r, j] = t.amaf_visits[slot, j]
+        dt.aw[r, j] = t.amaf_value[slot, j]
+
+
+@njit(cache=True, nogil=True)
 def write_dup(t, dt, slots, n_slots, out):
     """Owner side: duplicate the nodes in slots[:n_slots] (not yet duplicated, expanded) and write their
     full statistics as DUP rows to out; returns the number of rows written. The caller guarantees that no
@@ -210,15 +234,8 @@ def _adopt(t, dt, slot, h):
         return r
     nc = atomic_load(t.n_children, slot)
     r = _alloc(dt, slot, h, 1 if nc >= 0 else 0)
-    if r < 0:
-        return r
-    dt.node_n[r] = t.visits[slot]
-    dt.node_w[r] = t.value[slot]
-    for j in range(max(nc, 0)):
-        dt.n[r, j] = t.child_visits[slot, j]
-        dt.w[r, j] = t.child_value[slot, j]
-        dt.an[r, j] = t.amaf_visits[slot, j]
-        dt.aw[r, j] = t.amaf_value[slot, j]
+    if r >= 0:
+        _unsent(t, dt, r, slot, nc)
     return r
 
 
