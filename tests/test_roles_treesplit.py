@@ -447,7 +447,7 @@ def test_a_kept_tables_root_is_a_node_the_earlier_search_grew():
     best = int(np.argmax(st["child_visits"]))
     child = s.copy()
     game.play(g, child, int(st["moves"][best]))
-    slots = [lookup(r.t, game.hash(g, child), False)[0] for r in roles]
+    slots = [lookup(r.t, np.uint64(game.hash(g, child)), False)[0] for r in roles]
     visits = max(int(r.t.visits[x]) for r, x in zip(roles, slots) if x)  # its owner's (the whole count)
     roles = [make_role("treesplit", r, lay, Setup(g, child, sims=200, seed=2), {"n_dup": 32}, tables[r])
              for r in range(2)]
