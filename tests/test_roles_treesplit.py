@@ -220,10 +220,12 @@ def test_a_walk_back_to_a_node_of_its_path_ends_there():
     steps[0]["hash"], steps[0]["idx"] = h0, 0
     path_pos = np.zeros(8, np.uint64)
     st, n, _ = select_steps(role.t, role.dt, g, back, role.p, new_rng(1), steps, 1, path_pos, role.history, 0, 1,
-                            role.local_slots, True, np.zeros(8, np.int64))
+                            role.local_slots, True, np.zeros(8, np.int64),
+                            np.zeros(role.t.child_move.shape[1]))
     assert (st, n) == (ST_PLAYOUT, 1)  # no record added: the root is not selected (nor updated) again
     st, n, _ = select_steps(role.t, role.dt, g, s.copy(), role.p, new_rng(1), steps, 0, path_pos, role.history, 0, 1,
-                            role.local_slots, True, np.zeros(8, np.int64))
+                            role.local_slots, True, np.zeros(8, np.int64),
+                            np.zeros(role.t.child_move.shape[1]))
     assert n >= 1 or st != ST_PLAYOUT  # from the root itself selection goes on as usual
 
 

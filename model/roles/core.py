@@ -1305,15 +1305,14 @@ def _log(sc, kind, sim_id):
         sc.log_n[0] = i + 1
 
 
-@njit(cache=True, nogil=True)
-def _rng(c, slot):
-    cs = c.cs[0]
+@njit(cache=True, nogil=True, inline="always")
+def _rng_in(cs, sim_id, rng, rngs, slot):
     if cs.shared_rng:
-        return c.rng
-    r = c.rngs[slot:slot + 1]
+        return rng
+    r = rngs[slot:slot + 1]
     if r[0] == 0:
         # the stream of model.rng.new_rng((seed * 0x9E3779B1 + sim_id * 2654435761 + rank) mod 2**62)
-        x = (np.uint64(cs.seed) * np.uint64(0x9E3779B1) + np.uint64(c.sims[slot].sim_id) * np.uint64(2654435761)
+        x = (np.uint64(cs.seed) * np.uint64(0x9E3779B1) + np.uint64(sim_id) * np.uint64(2654435761)
              + np.uint64(cs.lrank)) & np.uint64((1 << 62) - 1)
         x = x * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x632BE59BD9B4E019)
         r[0] = x if x != 0 else np.uint64(0x9E3779B97F4A7C15)
@@ -1321,19 +1320,43 @@ def _rng(c, slot):
 
 
 @njit(cache=True, nogil=True)
-def _run_fused(c, slot, sc, rng, logging):
+def _rng(c, slot):
+    """The random stream of the simulation in slot (the shared one with shared_rng)."""
+    return _rng_in(c.cs[0], c.sims[slot].sim_id, c.rng, c.rngs, slot)
+
+
+@njit(cache=True, nogil=True)
+def _run_fused(c, slot, sc, logging):
     """A fused package from its first part (select or playout) on, while the simulation stays here: select
     -> expand -> select ... -> playout (if fuse_playout) -> this rank's update (if may_update); and, for a
     simulation started here that ends in an update with no sync or duplication due, on with the origin's
     next simulation from the root, up to chain_left times, unless the role raised a flag in halt (stopped,
     a duplication waits; read between simulations). Each part exactly as its own kernel in steps.py."""
-    cs = c.cs[0]
+    # one basic block (no branch between the reads and the call), so that the reads' reference counts pair up
+    # and are left out
+    _fused(c.cs[0], c.sims[slot], c.t, c.dt, c.g, c.p, c.y, c.root, c.history, c.ids, c.halt, c.rng, c.rngs,
+           c.pos[slot], c.path_pos[slot], c.steps[slot], c.pslots[slot], c.parts[slot], c.amaf, slot, c.osync[slot],
+           c.odup[slot], sc, logging)
     s = c.sims[slot]
-    t, dt, g, p, y = c.t, c.dt, c.g, c.p, c.y
-    pos, path, steps, pslots = c.pos[slot], c.path_pos[slot], c.steps[slot], c.pslots[slot]
-    parts = c.parts[slot]
-    rave = c.amaf.shape[1] > 0
-    amaf = c.amaf[slot] if rave else sc.amaf_up
+    if c.cs[0].slmp and s.playouts > 1 and c.p[P_VLOSS] > 0 and (
+            (s.stop == F_SELECT and (s.st == ST_PLAYOUT or s.st == ST_LOSS)) or s.stop == F_EXPAND):
+        # the path got one virtual loss per edge; each of the leaf's results takes one away
+        add_path_vloss(c.t, c.steps[slot], s.n, s.playouts - 1)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _fused(cs, s, t, dt, g, p, y, root, history, ids, halt, rng1, rngs, pos, path, steps, pslots, parts, amafs, slot,
+           osync, odup, sc, logging):
+    """_run_fused's work on the arrays the core holds (read once: without reference counting here, a
+    field read per part was a tenth of a rank's time)."""
+    for i in range(parts.shape[0]):
+        parts[i] = 0
+    if s.replayed == 0:
+        replay(g, root, steps, s.n, pos, path)
+        s.replayed = 1
+    rng = _rng_in(cs, s.sim_id, rng1, rngs, slot)
+    rave = amafs.shape[1] > 0
+    amaf = amafs[slot] if rave else sc.amaf_up
     me, kr, ls = cs.lrank, cs.kernel_ranks, cs.local_slots
     n = s.n
     insert = s.insert != 0
@@ -1342,8 +1365,8 @@ def _run_fused(c, slot, sc, rng, logging):
         if first != PK_PLAYOUT:
             while True:
                 parts[PK_SELECT] += 1
-                st, n, arg = select_steps(t, dt, g, pos, p, rng, steps, n, path, c.history, me, kr, ls, insert,
-                                          pslots)
+                st, n, arg = select_steps(t, dt, g, pos, p, rng, steps, n, path, history, me, kr, ls, insert,
+                                          pslots, sc.score)
                 if logging:
                     _log(sc, PK_SELECT, s.sim_id)
                 if st == ST_EXPAND:
@@ -1378,14 +1401,15 @@ def _run_fused(c, slot, sc, rng, logging):
             s.stop = F_PLAYOUT
             return
         parts[PK_UPDATE] += 1
-        if rave:
-            sc.amaf_up[:] = amaf  # the update consumes its copy; the UPDATE records carry the original
+        if rave:  # the update consumes its copy; the UPDATE records carry the original
+            for i in range(amaf.shape[0]):  # (an array copy would want the reference counting left out here)
+                sc.amaf_up[i] = amaf[i]
         ns, nd, missing = update_steps(t, dt, g, steps, n, me, result, sc.amaf_up if rave else sc.amaf_up[:0], p,
-                                       y, kr, ls, c.osync[slot], c.odup[slot], pslots)
+                                       y, kr, ls, osync, odup, pslots)
         if logging:
             _log(sc, PK_UPDATE, s.sim_id)
-        if (s.chain_left <= 0 or ns != 0 or nd != 0 or atomic_load(c.halt, 0) != 0
-                or atomic_load(c.halt, 1) != 0):
+        if (s.chain_left <= 0 or ns != 0 or nd != 0 or atomic_load(halt, 0) != 0
+                or atomic_load(halt, 1) != 0):
             s.ns = ns
             s.nd = nd
             s.missing = missing
@@ -1396,8 +1420,9 @@ def _run_fused(c, slot, sc, rng, logging):
         s.chain_records += n
         s.chain_edges += _edges(steps, n)
         s.chain_missing += missing
-        s.sim_id = _label(c, atomic_add(c.ids, 0, 1))
-        pos[:] = c.root
+        s.sim_id = (me + cs.M * atomic_add(ids, 0, 1)) * cs.G + cs.group  # _label
+        for i in range(root.shape[0]):
+            pos[i] = root[i]
         n = 0
         path[0] = cs.root_pos
         insert = True
@@ -1416,6 +1441,9 @@ def execute(c, pkg, sc):
             _log(sc, PK_SYNC, -1)
         return
     s = c.sims[pkg]
+    if s.fuse and s.role == R_SIM:
+        _run_fused(c, pkg, sc, logging)
+        return
     c.parts[pkg, :] = 0
     kind = s.kind
     if s.role == R_UJOB and c.cs[0].mode == MODE_DFUCT:
@@ -1443,17 +1471,11 @@ def execute(c, pkg, sc):
     rng = _rng(c, pkg)
     cs = c.cs[0]
     n0 = s.n
-    if s.fuse:
-        _run_fused(c, pkg, sc, rng, logging)
-        if cs.slmp and s.playouts > 1 and c.p[P_VLOSS] > 0 and (
-                (s.stop == F_SELECT and (s.st == ST_PLAYOUT or s.st == ST_LOSS)) or s.stop == F_EXPAND):
-            # the path got one virtual loss per edge; each of the leaf's results takes one away
-            add_path_vloss(c.t, c.steps[pkg], s.n, s.playouts - 1)
-        return
     if kind == PK_SELECT:
         c.parts[pkg, PK_SELECT] = 1
         st, n, arg = select_steps(c.t, c.dt, c.g, c.pos[pkg], c.p, rng, c.steps[pkg], s.n, c.path_pos[pkg],
-                                  c.history, cs.lrank, cs.kernel_ranks, cs.local_slots, s.insert != 0, c.pslots[pkg])
+                                  c.history, cs.lrank, cs.kernel_ranks, cs.local_slots, s.insert != 0, c.pslots[pkg],
+                                  sc.score)
         s.n = n
         s.st = st
         s.arg = arg

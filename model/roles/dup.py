@@ -56,13 +56,19 @@ def new_dup_table(slots: int, max_children: int, rows: int) -> DupTable:
         node_w=np.zeros(D, np.float64), meta=np.zeros(D_LEN, np.int64))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def dup_row_in(row_of, ready, slot):
+    """Row of a duplicated node usable here, or -1 (row_of, ready: the DupTable's)."""
+    row = atomic_load(row_of, slot)
+    if row >= 0 and atomic_load(ready, row) == 1:
+        return row
+    return -1
+
+
 @njit(cache=True, nogil=True)
 def dup_row(dt, slot):
     """Row of a duplicated node usable here, or -1."""
-    row = atomic_load(dt.row_of, slot)
-    if row >= 0 and atomic_load(dt.ready, row) == 1:
-        return row
-    return -1
+    return dup_row_in(dt.row_of, dt.ready, slot)
 
 
 @njit(cache=True, nogil=True)

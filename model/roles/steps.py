@@ -25,10 +25,10 @@ from numba import njit
 from model import game
 from model.atomics import atomic_add, atomic_add2, atomic_load
 from model.ownership import owner
-from model.roles.dup import dup_row
-from model.tt import UNEXPANDED, lookup
-from model.uct import (P_EXPAND, P_EXPAND_NODE, P_MAX_DEPTH, P_RAVE, P_SUPERKO, P_VLOSS, _repeats, add_vloss, expand,
-                       remove_vloss, select_child, update_amaf, update_edge, update_node)
+from model.roles.dup import dup_row_in
+from model.tt import UNEXPANDED, lookup, lookup_in
+from model.uct import (P_EXPAND, P_EXPAND_NODE, P_MAX_DEPTH, P_RAVE, P_SUPERKO, P_VLOSS, _repeats, amaf_in, expand,
+                       select_in)
 
 # select_steps outcomes
 ST_MOVE, ST_EXPAND, ST_PLAYOUT, ST_LOSS = 0, 1, 2, 3
@@ -37,11 +37,12 @@ Y_NSYNC_MIN, Y_NSYNC_MAX, Y_ALPHA, Y_NDUP, Y_TRACK, Y_DUP_DEPTH = 0, 1, 2, 3, 4,
 Y_LEN = 6
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def replay(g, s_root, steps, n, s, path_pos):
     """s := the position after the actions of steps[:n] (leaf records skipped); path_pos[k] := position
-    hash after k actions. Returns the number of actions played."""
-    s[:] = s_root
+    hash after k actions. Returns the number of actions played. (No reference counting, as select_steps.)"""
+    for i in range(s_root.shape[0]):
+        s[i] = s_root[i]
     path_pos[0] = game.position_hash(g, s)
     d = 0
     for k in range(n):
@@ -73,19 +74,26 @@ def _leaf(steps, n, h, me, player, pslots, slot):
     return n + 1
 
 
-@njit(cache=True, nogil=True)
-def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, local_slots, insert, pslots):
+@njit(cache=True, nogil=True, _nrt=False)
+def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, local_slots, insert, pslots, scores):
     """Select from the node of position s (steps[:n] lead there) for as long as this rank may decide.
 
     insert: whether the node is to be stored (True for the root, after a MOVE and after an expansion; then
     the edge-visit rule of run_simulations). pslots[k] gets the table slot of each record k it writes (an
     update on this rank then needs no lookup: a node of the current search is never replaced). Returns
     (outcome, n, arg): arg is the destination rank for ST_MOVE, the slot for ST_EXPAND, the player who made
-    the losing move for ST_LOSS."""
+    the losing move for ST_LOSS. scores: float64[max_children], scratch.
+
+    Compiled without reference counting (it allocates nothing): a table's arrays counted in and out at
+    every call of a helper made up a fifth of a search rank's time."""
     max_depth = int(p[P_MAX_DEPTH])
     use_vl = p[P_VLOSS] > 0.0
     superko = p[P_SUPERKO] != 0.0
     expand_at = p[P_EXPAND]
+    key, stamp, meta, visits, value, n_children = t.key, t.stamp, t.meta, t.visits, t.value, t.n_children
+    cm, cv, cw, av, aw, vl, pr = (t.child_move, t.child_visits, t.child_value, t.amaf_visits, t.amaf_value,
+                                  t.vloss, t.prior)
+    row_of, ready = dt.row_of, dt.ready
     while True:
         h = game.hash(g, s)
         if n > 0 and _hash_on_path(steps, n, h):
@@ -93,16 +101,16 @@ def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, 
             return ST_PLAYOUT, n, 0
         slot = 0
         if n_ranks == 1:
-            slot, _ = lookup(t, h, insert)
+            slot, _ = lookup_in(key, stamp, meta, visits, value, n_children, h, insert)
         else:
-            found, _ = lookup(t, h, False)
-            if found != 0 and dup_row(dt, found) >= 0:
+            found, _ = lookup_in(key, stamp, meta, visits, value, n_children, h, False)
+            if found != 0 and dup_row_in(row_of, ready, found) >= 0:
                 slot = found
             elif owner(h, n_ranks, local_slots) == me:
                 if found != 0:
                     slot = found
                 else:
-                    slot, _ = lookup(t, h, insert)
+                    slot, _ = lookup_in(key, stamp, meta, visits, value, n_children, h, insert)
             elif insert:
                 return ST_MOVE, n, owner(h, n_ranks, local_slots)
             else:
@@ -116,17 +124,17 @@ def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, 
             if slot != 0:
                 n = _leaf(steps, n, h, me, player, pslots, slot)
             return ST_PLAYOUT, n, 0
-        nc = atomic_load(t.n_children, slot)
+        nc = atomic_load(n_children, slot)
         if nc == UNEXPANDED:
-            if n > 0 and t.visits[slot] < p[P_EXPAND_NODE]:  # as in run_simulations: a stored leaf for now
+            if n > 0 and visits[slot] < p[P_EXPAND_NODE]:  # as in run_simulations: a stored leaf for now
                 return ST_PLAYOUT, _leaf(steps, n, h, me, player, pslots, slot), 0
             return ST_EXPAND, n, slot
         if nc <= 0:
             return ST_PLAYOUT, _leaf(steps, n, h, me, player, pslots, slot), 0
-        j = select_child(t, slot, p, rng)
+        j = select_in(n_children, visits, cv, cw, av, aw, vl, pr, slot, p, rng, scores)
         if use_vl:
-            add_vloss(t, slot, j)
-        a = t.child_move[slot, j]
+            atomic_add2(vl, slot, j, 1)
+        a = cm[slot, j]
         pslots[n] = slot
         steps[n].hash = h
         steps[n].action = a
@@ -140,7 +148,7 @@ def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, 
         if not ok or (superko and pos != path_pos[n - 1] and _repeats(pos, path_pos, n, history)):
             return ST_LOSS, n, player
         path_pos[n] = pos
-        insert = t.child_visits[slot, j] >= expand_at
+        insert = cv[slot, j] >= expand_at
 
 
 @njit(cache=True, nogil=True)
@@ -152,13 +160,14 @@ def expand_node(t, g, s, slot, buf, steps, n, me, pslots):
     return False, _leaf(steps, n, t.key[slot], me, game.to_move(g, s), pslots, slot)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def playout(g, s, rng, amaf):
-    amaf[:] = -1
+    for i in range(amaf.shape[0]):
+        amaf[i] = -1
     return game.playout(g, s, rng, amaf)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def update_steps(t, dt, g, steps, n, me, result, amaf, p, y, n_ranks, local_slots, out_sync, out_dup, pslots):
     """Back up `result` (first player's view) on the records of steps[:n] selected on rank `me`; pslots[k]
     is record k's table slot where select_steps wrote it here, 0 where it must be looked up.
@@ -167,12 +176,17 @@ def update_steps(t, dt, g, steps, n, me, result, amaf, p, y, n_ranks, local_slot
     empty array when RAVE is off. Duplicated nodes also collect their increments in dt; rows whose delta
     reached N_sync(s,a) = min(N_sync_max, max(N_sync_min, alpha * (N_delta + N))) go to out_sync, owned
     nodes that reached N_dup visits to out_dup (slots). y[Y_TRACK] = 0 turns all that off (one rank);
-    y[Y_DUP_DEPTH] limits duplication to nodes above that depth. Returns (sync rows, dup slots, missing)."""
+    y[Y_DUP_DEPTH] limits duplication to nodes above that depth. Returns (sync rows, dup slots, missing).
+    Compiled without reference counting, as select_steps."""
     r0 = game.reward(g, result)
     use_vl = p[P_VLOSS] > 0.0
     rave = p[P_RAVE] != 0.0 and amaf.shape[0] > 0
     n_dup = y[Y_NDUP]
     track = y[Y_TRACK] != 0.0
+    key, stamp, meta, visits, value, n_children = t.key, t.stamp, t.meta, t.visits, t.value, t.n_children
+    cm, cv, cw, av, aw, vl = t.child_move, t.child_visits, t.child_value, t.amaf_visits, t.amaf_value, t.vloss
+    row_of, ready, dn, dw, dan, daw, node_n, node_w = (dt.row_of, dt.ready, dt.n, dt.w, dt.an, dt.aw, dt.node_n,
+                                                       dt.node_w)
     ns = 0
     nd = 0
     missing = 0
@@ -186,40 +200,42 @@ def update_steps(t, dt, g, steps, n, me, result, amaf, p, y, n_ranks, local_slot
             continue
         slot = pslots[k]
         if slot == 0:
-            slot, _ = lookup(t, st.hash, False)
+            slot, _ = lookup_in(key, stamp, meta, visits, value, n_children, st.hash, False)
         if slot == 0:
             missing += 1
             continue
         r = r0 if pl == 0 else 1.0 - r0
         if j >= 0:
-            update_edge(t, slot, j, r)
+            atomic_add2(cv, slot, j, 1)
+            atomic_add2(cw, slot, j, r)
             if use_vl:
-                remove_vloss(t, slot, j)
-        update_node(t, slot, r)
+                atomic_add2(vl, slot, j, -1)
+        atomic_add(visits, slot, 1)
+        atomic_add(value, slot, r)
         if rave and j >= 0:
-            update_amaf(t, slot, amaf, pl, r)
+            amaf_in(n_children, cm, av, aw, slot, amaf, pl, r)
         if not track:
             continue
-        row = dup_row(dt, slot)
+        row = dup_row_in(row_of, ready, slot)
         if row >= 0:
-            atomic_add(dt.node_n, row, 1)
-            atomic_add(dt.node_w, row, r)
+            atomic_add(node_n, row, 1)
+            atomic_add(node_w, row, r)
             if j >= 0:
-                atomic_add2(dt.n, row, j, 1)
-                atomic_add2(dt.w, row, j, r)
+                atomic_add2(dn, row, j, 1)
+                atomic_add2(dw, row, j, r)
                 if rave:
                     # plain adds, as for the tree's own AMAF (uct.amaf_in): an atomic per child made an
                     # update through the shared 19x19 root ~0.8 us dearer; with several workers a sample may
                     # rarely be lost or sent twice, which a heuristic count tolerates
-                    for c in range(t.n_children[slot]):
-                        if amaf[t.child_move[slot, c]] == pl:
-                            dt.an[row, c] += 1
-                            dt.aw[row, c] += r
-                thr = min(y[Y_NSYNC_MAX], max(y[Y_NSYNC_MIN], y[Y_ALPHA] * t.child_visits[slot, j]))
-                if dt.n[row, j] >= thr:
+                    for c in range(n_children[slot]):
+                        if amaf[cm[slot, c]] == pl:
+                            dan[row, c] += 1
+                            daw[row, c] += r
+                thr = min(y[Y_NSYNC_MAX], max(y[Y_NSYNC_MIN], y[Y_ALPHA] * cv[slot, j]))
+                if dn[row, j] >= thr:
                     out_sync[ns] = row
                     ns += 1
-        elif (t.visits[slot] >= n_dup and t.n_children[slot] > 0 and k < y[Y_DUP_DEPTH]
+        elif (visits[slot] >= n_dup and n_children[slot] > 0 and k < y[Y_DUP_DEPTH]
               and (n_ranks == 1 or owner(st.hash, n_ranks, local_slots) == me)):
             out_dup[nd] = slot
             nd += 1
