@@ -35,8 +35,8 @@ def _commands():
     return out
 
 
-RESULT_MAKERS = ["bench playouts", "bench search", "bench parallel", "bench sim", "bench viz", "bench soak",
-                 "validate", "experiment", "predict"]
+RESULT_MAKERS = ["bench playouts", "bench search", "bench parallel", "bench kernels", "bench sim", "bench viz",
+                 "bench soak", "validate", "experiment", "predict"]
 
 
 def test_result_making_commands_share_one_flag_convention():

@@ -1,0 +1,127 @@
+"""`treesplit bench kernels`: what a distributed simulation costs in the compiled kernels, without MPI.
+
+Every rank's role of an algorithm runs in this one process (model/roles/loopback.py, BatchLoopback: the
+batch kernels an engine rank with --threads 1 runs, the records passed between the ranks as the engine
+passes them), on tables paged in beforehand, once with one search rank and once with --ranks. It times the
+kernels (running packages, taking records in) per simulation, as the median of --repeats runs that take
+turns, and the distributed run's extra per simulation and per hop (a MOVE record). No second core's
+contention, no MPI calls, no waiting: a hop's own cost, steadier on a shared machine than `bench parallel`,
+whose CPU per hop holds all of those. Writes results/bench-kernels.json (or --out DIR).
+
+examples:
+  treesplit bench kernels --boards 9,19
+  treesplit bench kernels --algos treesplit,tds,dfuct --sims 20000 --repeats 5 --json --no-save
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+from model.results import add_output_flags, output_dir
+
+DEFAULT_ALGOS = "treesplit,tds,dfuct,leaf"
+
+
+def register(kinds) -> None:
+    p = kinds.add_parser("kernels", help="a distributed simulation's cost in the kernels, every rank in one process",
+                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--algos", default=DEFAULT_ALGOS, help=f"MPI algorithms, comma-separated (default {DEFAULT_ALGOS})")
+    p.add_argument("--boards", default="9", help="Go board sizes, comma-separated (default 9)")
+    p.add_argument("--ranks", type=int, default=2, help="search ranks of the distributed run (default 2)")
+    p.add_argument("--sims", type=int, default=20000,
+                   help="simulations per run at 9x9, scaled down by the board's area elsewhere (default 20000)")
+    p.add_argument("--repeats", type=int, default=5, help="runs of each layout (default 5)")
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    add_output_flags(p)
+    p.set_defaults(func=_run)
+
+
+def run_once(algo: str, ranks: int, board: int, sims: int, seed: int = 1) -> dict:
+    """One loopback search: kernel seconds per simulation and MOVE records (hops) per simulation."""
+    from engine.mpi.config import DistributedConfig
+    from engine.mpi.roles_host import _layout, make_setup
+    from model.roles import make_roles
+    from model.roles.loopback import BatchLoopback
+    from model.tt import prefault
+
+    cfg = DistributedConfig(algo=algo, ranks=ranks, bcast_ranks=0, threads=1, board=board, sims=sims, seed=seed)
+    roles = make_roles(algo, _layout(cfg), make_setup(cfg), cfg.params)
+    spent = [0.0]
+    for role in roles:
+        if getattr(role, "t", None) is not None:
+            prefault(role.t)
+        if hasattr(role, "run_batch"):
+            role.run_batch = _timed(role.run_batch, spent)
+            role.receive_batch = _timed(role.receive_batch, spent)
+    BatchLoopback(roles, seed=seed).run()
+    moves = sum(m for r in roles if hasattr(r, "sent_counts") for _, kind, m, _ in r.sent_counts() if kind == "MOVE")
+    return {"kernel_us_per_sim": spent[0] / sims * 1e6, "hops_per_sim": moves / sims}
+
+
+def _timed(fn, spent: list):
+    def call(*args):
+        t0 = time.perf_counter()
+        fn(*args)
+        spent[0] += time.perf_counter() - t0
+
+    return call
+
+
+def measure(algo: str, board: int, ranks: int = 2, sims: int = 20000, repeats: int = 5, seed: int = 1) -> dict:
+    from model.errors import ConfigError
+
+    if ranks < 2 or sims < 100 or repeats < 1:
+        raise ConfigError("bench kernels: --ranks >= 2, --sims >= 100, --repeats >= 1")
+    n = max(100, sims * 81 // (board * board))
+    for r in (1, ranks):  # compile or load the kernels before the clock matters
+        run_once(algo, r, board, 200, seed)
+    runs: dict[int, list] = {1: [], ranks: []}
+    for i in range(repeats):
+        for r in ((1, ranks) if i % 2 == 0 else (ranks, 1)):
+            runs[r].append(run_once(algo, r, board, n, seed + i))
+    one = statistics.median(x["kernel_us_per_sim"] for x in runs[1])
+    many = statistics.median(x["kernel_us_per_sim"] for x in runs[ranks])
+    hops = statistics.median(x["hops_per_sim"] for x in runs[ranks])
+    return {"algo": algo, "board": board, "ranks": ranks, "sims_per_run": n, "repeats": repeats,
+            "us_per_sim_1": one, "us_per_sim_n": many, "ratio": many / one, "extra_us_per_sim": many - one,
+            "hops_per_sim": hops, "us_per_hop": (many - one) / hops if hops > 0 else None,
+            "runs_1": [x["kernel_us_per_sim"] for x in runs[1]],
+            "runs_n": [x["kernel_us_per_sim"] for x in runs[ranks]]}
+
+
+def _run(args) -> int:
+    from engine.results import write_json
+    from model.algorithms import DISTRIBUTED
+    from model.errors import ConfigError
+
+    algos = [a.strip() for a in args.algos.split(",") if a.strip()]
+    bad = [a for a in algos if a not in DISTRIBUTED]
+    if bad or not algos:
+        raise ConfigError(f"--algos: MPI algorithms only, not {', '.join(bad) or 'none'}")
+    try:
+        boards = [int(b) for b in args.boards.split(",")]
+    except ValueError:
+        raise ConfigError(f"--boards: comma-separated sizes, not {args.boards!r}") from None
+    if any(not 5 <= b <= 19 for b in boards):
+        raise ConfigError("--boards: sizes from 5 to 19")
+    rows = []
+    for board in boards:
+        for algo in algos:
+            row = measure(algo, board, args.ranks, args.sims, args.repeats, args.seed)
+            rows.append(row)
+            if not args.json and not args.quiet:
+                hop = f"{row['us_per_hop']:.1f} us/hop" if row["us_per_hop"] is not None else "no hops"
+                print(f"{board}x{board} {algo:10s} 1 rank {row['us_per_sim_1']:6.1f} us/sim, {args.ranks} ranks "
+                      f"{row['us_per_sim_n']:6.1f} (x{row['ratio']:.2f}, +{row['extra_us_per_sim']:.1f} us; "
+                      f"{row['hops_per_sim']:.2f} hops/sim, {hop})", flush=True)
+    res = {"ranks": args.ranks, "sims": args.sims, "repeats": args.repeats, "rows": rows}
+    out = output_dir(args)
+    path = write_json("bench-kernels", res, out) if out else None
+    if args.json:
+        print(json.dumps(res, indent=2))
+    elif path and not args.quiet:
+        print(f"written to {path}")
+    return 0

@@ -1,0 +1,30 @@
+"""`treesplit bench kernels`: every rank of an algorithm in one process, the kernels' time per simulation."""
+
+import json
+
+
+def test_bench_kernels_reports_the_distributed_runs_extra_per_simulation_and_per_hop(run_cli, tmp_path):
+    r = run_cli("bench", "kernels", "--boards", "5", "--algos", "treesplit,root", "--sims", "600", "--repeats", "2",
+                "--json", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    rows = {row["algo"]: row for row in res["rows"]}
+    assert set(rows) == {"treesplit", "root"}
+    for row in rows.values():
+        assert row["board"] == 5 and row["ranks"] == 2 and len(row["runs_1"]) == len(row["runs_n"]) == 2
+        assert row["us_per_sim_1"] > 0 and row["us_per_sim_n"] > 0
+        assert abs(row["extra_us_per_sim"] - (row["us_per_sim_n"] - row["us_per_sim_1"])) < 1e-9
+    # treesplit's simulations cross ranks (MOVE records); root parallelisation's never do
+    assert rows["treesplit"]["hops_per_sim"] > 0.1
+    assert rows["treesplit"]["us_per_hop"] * rows["treesplit"]["hops_per_sim"] == \
+        __import__("pytest").approx(rows["treesplit"]["extra_us_per_sim"])
+    assert rows["root"]["hops_per_sim"] == 0 and rows["root"]["us_per_hop"] is None
+    saved = json.loads((tmp_path / "bench-kernels.json").read_text())
+    assert saved["rows"] == res["rows"] and "machine" in saved
+
+
+def test_bench_kernels_refuses_what_it_cannot_run(run_cli):
+    for args, words in ((("--algos", "sequential"), "MPI algorithms"), (("--boards", "9x9"), "--boards"),
+                        (("--ranks", "1"), "--ranks")):
+        bad = run_cli("bench", "kernels", *args, "--no-save")
+        assert bad.returncode == 2 and words in bad.stderr and "Traceback" not in bad.stderr, (args, bad.stderr)
