@@ -376,10 +376,14 @@ def _origin(c, sim_id):
     return (sim_id // cs.G) % cs.M
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _label_in(cs, k):
+    return (cs.lrank + cs.M * k) * cs.G + cs.group
+
+
 @njit(cache=True, nogil=True)
 def _label(c, k):
-    cs = c.cs[0]
-    return (cs.lrank + cs.M * k) * cs.G + cs.group
+    return _label_in(c.cs[0], k)
 
 
 # --- the outbox ---------------------------------------------------------------------------------------------------
@@ -1402,7 +1406,7 @@ def _fused(cs, s, t, dt, g, p, y, root, history, ids, halt, rng1, rngs, pos, pat
             return
         parts[PK_UPDATE] += 1
         if rave:  # the update consumes its copy; the UPDATE records carry the original
-            for i in range(amaf.shape[0]):  # (an array copy would want the reference counting left out here)
+            for i in range(amaf.shape[0]):  # element by element: an array copy needs reference counting
                 sc.amaf_up[i] = amaf[i]
         ns, nd, missing = update_steps(t, dt, g, steps, n, me, result, sc.amaf_up if rave else sc.amaf_up[:0], p,
                                        y, kr, ls, osync, odup, pslots)
@@ -1420,7 +1424,7 @@ def _fused(cs, s, t, dt, g, p, y, root, history, ids, halt, rng1, rngs, pos, pat
         s.chain_records += n
         s.chain_edges += _edges(steps, n)
         s.chain_missing += missing
-        s.sim_id = (me + cs.M * atomic_add(ids, 0, 1)) * cs.G + cs.group  # _label
+        s.sim_id = _label_in(cs, atomic_add(ids, 0, 1))
         for i in range(root.shape[0]):
             pos[i] = root[i]
         n = 0
