@@ -42,13 +42,13 @@ def register(kinds) -> None:
 def run_once(algo: str, ranks: int, board: int, sims: int, seed: int = 1) -> dict:
     """One loopback search: kernel seconds per simulation and MOVE records (hops) per simulation."""
     from engine.mpi.config import DistributedConfig
-    from engine.mpi.roles_host import _layout, make_setup
+    from engine.mpi.roles_host import make_setup, roles_layout
     from model.roles import make_roles
     from model.roles.loopback import BatchLoopback
     from model.tt import prefault
 
     cfg = DistributedConfig(algo=algo, ranks=ranks, bcast_ranks=0, threads=1, board=board, sims=sims, seed=seed)
-    roles = make_roles(algo, _layout(cfg), make_setup(cfg), cfg.params)
+    roles = make_roles(algo, roles_layout(cfg), make_setup(cfg), cfg.params)
     spent = [0.0]
     for role in roles:
         if getattr(role, "t", None) is not None:

@@ -38,7 +38,8 @@ def _game_spec(config: DistributedConfig):
         raise ConfigError(f"game_params: {e}") from None
 
 
-def _layout(config: DistributedConfig):
+def roles_layout(config: DistributedConfig):
+    """The roles' Layout of a run: its search and broadcast ranks, workers a rank, peers a row goes to."""
     from model.roles import Layout
 
     peers = int(config.params.get("peers", 12))
@@ -72,7 +73,7 @@ def check_config(config: DistributedConfig) -> None:
     if config.algo not in ALGORITHMS:
         raise ConfigError(f"algo: {config.algo!r} is not an MPI algorithm (known: {', '.join(ALGORITHMS)})")
     split_params(config.algo, config.params)
-    _layout(config)  # checks it (model.algorithms.resolve_layout)
+    roles_layout(config)  # checks it (model.algorithms.resolve_layout)
     _game_spec(config)
 
 
@@ -84,7 +85,7 @@ def make_roles_host(config: DistributedConfig, rank: int, world: int, cache: dic
     from model.roles import make_role
 
     check_config(config)
-    layout = _layout(config)
+    layout = roles_layout(config)
     setup = make_setup(config)
     cache = {} if cache is None else cache
     key = (config.algo, layout, int(game.max_children(setup.g)), config.params.get("table_mb"))

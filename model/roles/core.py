@@ -8,7 +8,11 @@ counters, a pool of simulation slots (a simulation while it is on this rank: its
 random stream), the package queue, the synchronisation job's buffers, and one outbox byte buffer per
 destination rank into which messages are written as records (model/roles/messages.py). The kernels take
 them as one `Core`, a numba StructRef holding the same arrays: a call passes one pointer, where a
-NamedTuple of ~70 arrays cost ~1,000 cycles a call to pass by value.
+NamedTuple of ~70 arrays cost ~1,000 cycles a call to pass by value. The transitions are compiled without
+reference counting (`_nrt=False`; Core is registered with model/borrowed_struct.py, so a field read is a
+load): counted, each small function's reads of the core's arrays were half of what a hop added to a
+simulation. They allocate nothing (array copies are `_copy` loops); the kernels Python calls (below) are
+counting wrappers around them (`run` around `_run`, ...), `start` counts throughout.
 
 The transitions are the role contract's (model/roles/__init__.py), each one kernel call:
 
@@ -42,6 +46,7 @@ from numba.experimental import structref
 
 from model import game
 from model.atomics import atomic_add, atomic_load, atomic_store
+from model.borrowed_struct import register_borrowed
 from model.cycles import cycles
 from model.ownership import owner
 from model.rng import randint
@@ -127,7 +132,8 @@ class Arrays(NamedTuple):
     halt: np.ndarray      # int64[2]       what chaining packages look at: stopped, a duplication waits
     glob: np.ndarray      # int64[M]       global rank of each search rank of the group
     peers: np.ndarray     # int64[n]       where DUP/SYNC rows go (the broadcast partner, or every other rank)
-    seen: np.ndarray      # int64[M]       scratch of the transitions (ranks a simulation visited)
+    seen: np.ndarray      # int64[M]       scratch of the transitions (ranks a simulation visited; a df-UCT
+                          #                report's records per rank)
     rsteps: np.ndarray    # STEP[2D]       scratch of the transitions: a df-UCT job's report records ...
     rframes: np.ndarray   # FRAME[2D]      ... and their frames
     wjobs: np.ndarray     # int64[M]       leaf master: playout jobs out at each rank
@@ -194,7 +200,15 @@ def _need(cs, what, size):
     return NEED_ROOM
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _copy(dst, src):
+    """dst[:len(src)] = src as a loop: a slice assignment between arrays needs numba's runtime, which these
+    kernels run without (model/borrowed_struct.py)."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def msg_bound(c):
     """The most bytes one transition writes to one rank, sync rows aside: an UPDATE with a full path."""
     cs = c.cs[0]
@@ -203,7 +217,7 @@ def msg_bound(c):
     return record_size(cs.depth_cap, False, 0, c.amaf.shape[1])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _room(c):
     """Whether a simulation transition may run: slots for every simulation it may start, outbox room."""
     cs = c.cs[0]
@@ -217,7 +231,7 @@ def _room(c):
     return OK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _alloc(c):
     cs = c.cs[0]
     cs.n_free -= 1
@@ -251,7 +265,7 @@ def _alloc(c):
     return slot
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _release(c, slot):
     cs = c.cs[0]
     c.sims[slot].role = R_FREE
@@ -259,7 +273,7 @@ def _release(c, slot):
     cs.n_free += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _push(c, pkg, front):
     cs = c.cs[0]
     cap = c.q.shape[0]
@@ -271,7 +285,7 @@ def _push(c, pkg, front):
     cs.q_len += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def pop(c):
     """The next package of the queue, -2 if none."""
     cs = c.cs[0]
@@ -283,17 +297,17 @@ def pop(c):
     return pkg
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def pkg_front(c, pkg):
     return pkg >= 0 and c.sims[pkg].front != 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def pkg_kind(c, pkg):
     return PK_SYNC if pkg < 0 else c.sims[pkg].kind
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _pkg(c, slot, kind, front):
     cs = c.cs[0]
     cs.outstanding += 1
@@ -303,7 +317,7 @@ def _pkg(c, slot, kind, front):
     _push(c, slot, front)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _lighter(c):
     """The search rank (group-local) with the fewest packages to run, as far as this rank knows, if it has at
     most 1/balance_load of this rank's and two fewer (then a playout is better run there); else -1. A rank's
@@ -321,7 +335,7 @@ def _lighter(c):
     return best if best >= 0 and best_load * cs.balance_load + 2 <= cs.outstanding else -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _master_plays(c):
     """Whether a leaf master plays a leaf out itself: it has nothing else queued (its in-tree work comes
     first: where that is the bottleneck, playing out would only slow it) and every playout rank has its share
@@ -335,7 +349,7 @@ def _master_plays(c):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _forwarding(c, by_load):
     """Whether a leaf reached here leaves the rank for its playout (4.2.5; a leaf master's playout ranks);
     by_load: also to a lighter rank (a playout forwarded here stays: estimates of others' load are late, and
@@ -348,13 +362,13 @@ def _forwarding(c, by_load):
     return cs.moves_held > cs.balance_limit or (by_load and cs.balance_load != 0 and _lighter(c) >= 0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _dup_waits(c):
     cs = c.cs[0]
     return cs.n_to_dup > 0 or cs.gate_wait != 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _sim_pkg(c, slot, kind, front):
     """A package of a simulation; fused when the role fuses. A fused package that may update counts as a
     running update from now on (the DUP snapshot waits for it)."""
@@ -369,7 +383,7 @@ def _sim_pkg(c, slot, kind, front):
     _pkg(c, slot, kind, front)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _origin(c, sim_id):
     """The group-local search rank that started simulation sim_id (ids are (rank + M k) G + group)."""
     cs = c.cs[0]
@@ -381,19 +395,19 @@ def _label_in(cs, k):
     return (cs.lrank + cs.M * k) * cs.G + cs.group
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _label(c, k):
     return _label_in(c.cs[0], k)
 
 
 # --- the outbox ---------------------------------------------------------------------------------------------------
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _open(c, dst, kind, sim_id, n_steps, result, n_rows, n_amaf, aux, dim):
     """Start a record to global rank dst; returns its offset in c.ob[dst]. The caller checked the room."""
     return _open_f(c, dst, kind, sim_id, n_steps, False, result, n_rows, n_amaf, aux, dim)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _open_f(c, dst, kind, sim_id, n_steps, frames, result, n_rows, n_amaf, aux, dim):
     off = c.ob_used[dst]
     size = write_head(c.ob[dst], off, kind, sim_id, n_steps, frames, result, n_rows, n_amaf, aux, dim)
@@ -404,16 +418,16 @@ def _open_f(c, dst, kind, sim_id, n_steps, frames, result, n_rows, n_amaf, aux, 
     return off
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _send_steps(c, kind, dst_local, slot):
     s = c.sims[slot]
     n = s.n
     dst = c.glob[dst_local]
     off = _open(c, dst, kind, s.sim_id, n, 0.0, 0, 0, c.cs[0].outstanding, -1)
-    body_steps(c.ob[dst], off, n)[:] = c.steps[slot, :n]
+    _copy(body_steps(c.ob[dst], off, n), c.steps[slot, :n])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _send_rows(c, kind, dst, rows, n, part):
     """A sync job's rows (part 0: its DUP snapshot, 1: its increments) in records of ROWS_PER_RECORD at most
     (rows are additive: a node's rows may be split between records); aux numbers them per rank, dim is the
@@ -422,11 +436,11 @@ def _send_rows(c, kind, dst, rows, n, part):
     for a in range(0, n, ROWS_PER_RECORD):
         k = min(ROWS_PER_RECORD, n - a)
         off = _open(c, dst, kind, -1, 0, 0.0, k, 0, 2 * cs.sync_seq + part, a)
-        body_rows(c.ob[dst], off, 0, False, k)[:] = rows[a:a + k]
+        _copy(body_rows(c.ob[dst], off, 0, False, k), rows[a:a + k])
 
 
 # --- simulations --------------------------------------------------------------------------------------------------
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _may_start(c):
     cs = c.cs[0]
     if cs.mode == MODE_DFUCT:
@@ -436,7 +450,7 @@ def _may_start(c):
     return cs.stopped == 0 and (cs.quota < 0 or cs.started + cs.reserved < cs.quota)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _new_sim(c):
     cs = c.cs[0]
     k = atomic_add(c.ids, 0, 1)
@@ -447,7 +461,7 @@ def _new_sim(c):
         s.playouts = cs.per_leaf if cs.quota < 0 else min(cs.per_leaf, cs.quota - cs.started)
     cs.started += s.playouts
     cs.in_flight += s.playouts
-    c.pos[slot, :] = c.root
+    _copy(c.pos[slot], c.root)
     c.path_pos[slot, 0] = cs.root_pos
     s.replayed = 1
     if cs.fuse and cs.chain > 1 and not (cs.mode == MODE_LEAF_MASTER and cs.leaf_ranks > 0):
@@ -461,7 +475,7 @@ def _new_sim(c):
     _sim_pkg(c, slot, PK_SELECT, False)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _fill(c):
     cs = c.cs[0]
     if cs.mode == MODE_DFUCT:
@@ -478,7 +492,7 @@ def _fill(c):
         _new_sim(c)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _arrived(c, buf, off, h):
     """A simulation that came in a MOVE or PLAYOUT_FWD record."""
     slot = _alloc(c)
@@ -486,12 +500,12 @@ def _arrived(c, buf, off, h):
     n = np.int64(h.n_steps)
     s.sim_id = h.sim_id
     s.n = n
-    c.steps[slot, :n] = body_steps(buf, off, n)
+    _copy(c.steps[slot], body_steps(buf, off, n))
     c.pslots[slot, :n] = 0  # selected elsewhere (or here, before it left): looked up at its update
     return slot
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _playout_or_forward(c, slot, by_load):
     cs = c.cs[0]
     if cs.mode == MODE_LEAF_MASTER and _forwarding(c, by_load):
@@ -513,13 +527,13 @@ def _playout_or_forward(c, slot, by_load):
     _sim_pkg(c, slot, PK_PLAYOUT, True)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _edges(steps, n):
     """Tree edges among the records steps[:n]: all but a final leaf record (idx -1)."""
     return n - (1 if n > 0 and steps[n - 1].idx < 0 else 0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _finish_sim(c, slot, result, local):
     """Back up a finished simulation: UPDATE records to the other ranks it visited, and here an update job
     (in the simulation's own slot) or, with local, the update a fused package already ran (its rows are the
@@ -561,7 +575,7 @@ def _finish_sim(c, slot, result, local):
         off = _open(c, dst, K_UPDATE, s.sim_id, ns, result, 0, na, cs.outstanding, -1)
         out = body_steps(c.ob[dst], off, ns)
         if ns == n:
-            out[:] = steps[:n]
+            _copy(out, steps[:n])
         else:
             i = 0
             for k in range(n):
@@ -569,7 +583,7 @@ def _finish_sim(c, slot, result, local):
                     out[i] = steps[k]
                     i += 1
         if na:
-            body_amaf(c.ob[dst], off, ns, False, 0, na)[:] = c.amaf[slot]
+            _copy(body_amaf(c.ob[dst], off, ns, False, 0, na), c.amaf[slot])
     mine = seen[cs.lrank] != 0
     if not mine:
         _release(c, slot)
@@ -586,7 +600,7 @@ def _finish_sim(c, slot, result, local):
     _update(c, slot)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _update(c, slot):
     """An update job for this rank: to the queue, or held back while a DUP snapshot waits."""
     cs = c.cs[0]
@@ -601,7 +615,7 @@ def _update(c, slot):
     _push(c, slot, False)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _update_done(c, slot, origin_done):
     cs = c.cs[0]
     s = c.sims[slot]
@@ -633,7 +647,7 @@ def _update_done(c, slot, origin_done):
     _kick(c)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _after_done(c, k):
     """k more of this rank's simulations completed: root parallelisation's merge period."""
     cs = c.cs[0]
@@ -646,7 +660,7 @@ def _after_done(c, k):
         cs.flush_all = 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _chain_settle(c, slot):
     """Take in what a chaining package finished and give back the simulations it was allowed to start and
     did not."""
@@ -671,7 +685,7 @@ def _chain_settle(c, slot):
     s.chain_left = 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _loss_amaf(c, slot):
     """A simulation lost in the tree (an illegal or repeating move): no playout; with RAVE its AMAF map
     holds the tree moves only."""
@@ -682,7 +696,7 @@ def _loss_amaf(c, slot):
 
 
 # --- leaf parallelisation (Schaefers 2014, 4.1.1): the master's leaves, the playout ranks' jobs ----------------------
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _leaf_jobs(c, slot):
     """Hand a leaf's playouts to the playout ranks as JOB records (SLMP: one to every playout thread; MLMP:
     one, to the rank with the fewest jobs out); the leaf waits here for their RESULTs (aux: its slot)."""
@@ -703,10 +717,10 @@ def _leaf_jobs(c, slot):
         c.wjobs[r] += 1
         dst = c.glob[r]
         off = _open(c, dst, K_JOB, s.sim_id, n, 0.0, 0, 0, slot, -1)
-        body_steps(c.ob[dst], off, n)[:] = c.steps[slot, :n]
+        _copy(body_steps(c.ob[dst], off, n), c.steps[slot, :n])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _leaf_update(c, slot, result, amaf, has_amaf):
     """One result of a leaf: an update job of its own (a copy of the path) for this rank."""
     s = c.sims[slot]
@@ -718,10 +732,10 @@ def _leaf_update(c, slot, result, amaf, has_amaf):
     j.role = R_UJOB
     j.result = result
     j.origin_done = 1
-    c.steps[u, :n] = c.steps[slot, :n]
-    c.pslots[u, :n] = c.pslots[slot, :n]
+    _copy(c.steps[u, :n], c.steps[slot, :n])
+    _copy(c.pslots[u, :n], c.pslots[slot, :n])
     if has_amaf and c.amaf.shape[1]:
-        c.amaf[u, :] = amaf
+        _copy(c.amaf[u], amaf)
         j.has_amaf = 1
     c.cnt[C_RECORDS] += n
     c.cnt[C_EDGES] += _edges(c.steps[slot], n)
@@ -729,7 +743,7 @@ def _leaf_update(c, slot, result, amaf, has_amaf):
     _update(c, u)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _leaf_result(c, buf, off, h, src):
     """A RESULT record from playout rank src for the leaf in slot aux: back it up; the leaf is done with its
     last result."""
@@ -745,7 +759,7 @@ def _leaf_result(c, buf, off, h, src):
         _release(c, slot)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _leaf_playout_done(c, slot):
     """A playout rank's job done: its RESULT (the result and the AMAF map) back to the master's leaf."""
     cs = c.cs[0]
@@ -753,14 +767,14 @@ def _leaf_playout_done(c, slot):
     na = c.amaf.shape[1] if cs.rave else 0
     off = _open(c, c.glob[0], K_RESULT, s.sim_id, 0, s.result, 0, na, s.arg, -1)
     if na:
-        body_amaf(c.ob[c.glob[0]], off, 0, False, 0, na)[:] = c.amaf[slot]
+        _copy(body_amaf(c.ob[c.glob[0]], off, 0, False, 0, na), c.amaf[slot])
     c.cnt[C_PLAYOUTS] += 1
     _release(c, slot)
 
 
 # --- df-UCT (Yoshizoe et al. 2011): jobs that stay below a node while its best child stays best ---------------------
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _launch_jobs(c):
     """All of this rank's jobs at once (S_par / M), each with its share of the budget's simulations."""
     cs = c.cs[0]
@@ -773,14 +787,14 @@ def _launch_jobs(c):
         s = c.sims[slot]
         s.sim_id = _label(c, i)
         s.tickets = -1 if cs.quota < 0 else cs.quota // n_jobs + (1 if i < cs.quota % n_jobs else 0)
-        c.pos[slot, :] = c.root
+        _copy(c.pos[slot], c.root)
         c.path_pos[slot, 0] = cs.root_pos
         s.replayed = 1
         c.cnt[C_JOBS] += 1
         _pkg(c, slot, PK_SELECT, False)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _job_arrived(c, buf, off, h):
     """A job that came in a MOVE or PLAYOUT_FWD record: its path records (not its reports) and their frames."""
     slot = _alloc(c)
@@ -800,7 +814,7 @@ def _job_arrived(c, buf, off, h):
     return slot
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _send_job(c, kind, dst_local, slot, extra):
     """A job's path (and `extra` carried report records from c.rsteps/c.rframes) to a rank."""
     s = c.sims[slot]
@@ -809,14 +823,14 @@ def _send_job(c, kind, dst_local, slot, extra):
     off = _open_f(c, dst, kind, s.sim_id, n + extra, True, 0.0, 0, 0, s.tickets, -1)
     st = body_steps(c.ob[dst], off, n + extra)
     fr = body_frames(c.ob[dst], off, n + extra)
-    st[:n] = c.steps[slot, :n]
-    fr[:n] = c.frames[slot, :n]
+    _copy(st, c.steps[slot, :n])
+    _copy(fr, c.frames[slot, :n])
     if extra:
-        st[n:] = c.rsteps[:extra]
-        fr[n:] = c.rframes[:extra]
+        _copy(st[n:], c.rsteps[:extra])
+        _copy(fr[n:], c.rframes[:extra])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _continue(c, slot, front):
     if c.cs[0].stopped:
         _end_job(c, slot)
@@ -824,7 +838,7 @@ def _continue(c, slot, front):
     _pkg(c, slot, PK_SELECT, front)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _dfuct_playout_or_forward(c, slot):
     cs = c.cs[0]
     if cs.stopped:
@@ -840,7 +854,7 @@ def _dfuct_playout_or_forward(c, slot):
         _pkg(c, slot, PK_PLAYOUT, True)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _apply_here(c, a, b, job):
     """Report records c.rsteps[a:b] for this rank: an update package, carrying the job (slot, or -1) on."""
     cs = c.cs[0]
@@ -853,12 +867,12 @@ def _apply_here(c, a, b, job):
     j.n = n
     j.carry = job
     j.sim_id = c.sims[job].sim_id if job >= 0 else -1
-    c.steps[u, :n] = c.rsteps[a:b]
-    c.frames[u, :n] = c.rframes[a:b]
+    _copy(c.steps[u, :n], c.rsteps[a:b])
+    _copy(c.frames[u, :n], c.rframes[a:b])
     _pkg(c, u, PK_UPDATE, job >= 0)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _report(c, m, keep, sim_id, job):
     """Send the report records c.rsteps[:m] to their ranks: an UPDATE each, or an update package here. The
     records for rank `keep` are moved to the front of c.rsteps and their count returned (carried by the job
@@ -874,17 +888,26 @@ def _report(c, m, keep, sim_id, job):
             if c.rsteps[k].idx >= 0:
                 c.cnt[C_EDGES] += c.rframes[k].dn
             k += 1
-    # group by rank, each rank's records in their order (a stable sort, through the scratch's second half)
-    ranks = np.empty(k, np.int64)
+    # group by rank, each rank's records in their order: a counting sort through the scratch's second half,
+    # c.seen holding where each rank's next record goes
+    at = c.seen
+    for r in range(cs.M):
+        at[r] = 0
     for i in range(k):
-        ranks[i] = c.rsteps[i].rank
-    order = np.argsort(ranks, kind="mergesort")
+        at[c.rsteps[i].rank] += 1
+    total = 0
+    for r in range(cs.M):
+        n_r = at[r]
+        at[r] = total
+        total += n_r
     h = c.rsteps.shape[0] // 2
     for i in range(k):
-        c.rsteps[h + i] = c.rsteps[order[i]]
-        c.rframes[h + i] = c.rframes[order[i]]
-    c.rsteps[:k] = c.rsteps[h:h + k]
-    c.rframes[:k] = c.rframes[h:h + k]
+        j = h + at[c.rsteps[i].rank]
+        at[c.rsteps[i].rank] += 1
+        c.rsteps[j] = c.rsteps[i]
+        c.rframes[j] = c.rframes[i]
+    _copy(c.rsteps, c.rsteps[h:h + k])
+    _copy(c.rframes, c.rframes[h:h + k])
     carried = 0
     a = 0
     while a < k:
@@ -901,19 +924,19 @@ def _report(c, m, keep, sim_id, job):
         else:
             dst = c.glob[r]
             off = _open_f(c, dst, K_UPDATE, sim_id, b - a, True, 0.0, 0, 0, 0, -1)
-            body_steps(c.ob[dst], off, b - a)[:] = c.rsteps[a:b]
-            body_frames(c.ob[dst], off, b - a)[:] = c.rframes[a:b]
+            _copy(body_steps(c.ob[dst], off, b - a), c.rsteps[a:b])
+            _copy(body_frames(c.ob[dst], off, b - a), c.rframes[a:b])
         a = b
     if carried > 0:
         a = 0
         while c.rsteps[a].rank != keep:
             a += 1
-        c.rsteps[:carried] = c.rsteps[a:a + carried].copy()
-        c.rframes[:carried] = c.rframes[a:a + carried].copy()
+        _copy(c.rsteps, c.rsteps[a:a + carried])  # forwards: the source starts at or after the destination
+        _copy(c.rframes, c.rframes[a:a + carried])
     return carried
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _dfuct_receive(c, buf, off, h, kind):
     cs = c.cs[0]
     if kind == K_MOVE:
@@ -942,14 +965,14 @@ def _dfuct_receive(c, buf, off, h, kind):
         j.role = R_UJOB
         j.n = ns
         j.sim_id = h.sim_id
-        c.steps[u, :ns] = body_steps(buf, off, ns)
-        c.frames[u, :ns] = body_frames(buf, off, ns)
+        _copy(c.steps[u], body_steps(buf, off, ns))
+        _copy(c.frames[u], body_frames(buf, off, ns))
         _pkg(c, u, PK_UPDATE, False)
     else:
         _dfuct_playout_or_forward(c, _job_arrived(c, buf, off, h))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _end_job(c, slot):
     """Pop every frame: all pending results (and the job's virtual loss) go to their owners."""
     cs = c.cs[0]
@@ -967,7 +990,7 @@ def _end_job(c, slot):
     _release(c, slot)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _dfuct_finish(c, slot, result):
     """A result for the job: fold it into the frames, report what leaves, select again (or end)."""
     cs = c.cs[0]
@@ -1011,7 +1034,7 @@ def _dfuct_finish(c, slot, result):
     _release(c, slot)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _dfuct_done(c, slot):
     """on_work_done of a df-UCT package (outstanding already taken down)."""
     cs = c.cs[0]
@@ -1067,7 +1090,7 @@ def _dfuct_done(c, slot):
 
 
 # --- synchronisation ----------------------------------------------------------------------------------------------
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _kick(c):
     """Start the sync job if there is something to do and none runs (Schaefers 2014, 4.2.2)."""
     cs = c.cs[0]
@@ -1091,10 +1114,10 @@ def _kick(c):
     cs.gate_wait = 0
     atomic_store(c.halt, 1, 1 if cs.n_to_dup > 0 else 0)
     cs.job_rows = cs.n_rows_in
-    c.jrows[:cs.n_rows_in] = c.rows_in[:cs.n_rows_in]
+    _copy(c.jrows, c.rows_in[:cs.n_rows_in])
     cs.n_rows_in = 0
     cs.job_dup = n_dup
-    c.jdup[:n_dup] = c.to_dup[:n_dup]
+    _copy(c.jdup, c.to_dup[:n_dup])
     cs.job_flush = cs.n_to_flush
     for i in range(cs.n_to_flush):
         r = c.to_flush[i]
@@ -1112,7 +1135,7 @@ def _kick(c):
     _push(c, SYNC_PKG, False)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _exec_sync(c):
     cs = c.cs[0]
     t, dt = c.t, c.dt
@@ -1128,7 +1151,7 @@ def _exec_sync(c):
     cs.job_dropped = dropped
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _sync_done(c):
     cs = c.cs[0]
     nd, ns = cs.job_dup_rows, cs.job_sync_rows
@@ -1207,7 +1230,7 @@ def start(c, buf):
     return OK
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _keeps_root(c, slot):
     """Whether this rank brings the statistics an earlier search of the session left at the root (tree
     reuse): in treesplit the root's owner holds all of them after that search's final synchronisation (the
@@ -1218,8 +1241,8 @@ def _keeps_root(c, slot):
             and c.t.visits[slot] > 0)
 
 
-@njit(cache=True, nogil=True)
-def receive(c, buf, off, n, log, src, t_send):
+@njit(cache=True, nogil=True, _nrt=False)
+def _receive(c, buf, off, n, log, src, t_send):
     """Take in the records of buf[off:n] (a batch from rank src, sent at t_send). Returns (outcome, offset
     reached): on NEED_ROOM the caller grows what cs.need names and calls again from there; -1 - offset for a
     record that does not fit the buffer (a corrupt batch); -1 - n - kind for a kind this role does not take."""
@@ -1257,11 +1280,11 @@ def receive(c, buf, off, n, log, src, t_send):
             s.n = n_st
             s.role = R_UJOB
             s.result = h.result
-            c.steps[slot, :n_st] = body_steps(buf, off, n_st)
+            _copy(c.steps[slot], body_steps(buf, off, n_st))
             c.pslots[slot, :n_st] = 0
             na = np.int64(h.n_amaf)
             if na and c.amaf.shape[1]:
-                c.amaf[slot, :] = body_amaf(buf, off, n_st, False, 0, na)
+                _copy(c.amaf[slot], body_amaf(buf, off, n_st, False, 0, na))
                 s.has_amaf = 1
             s.origin_done = 1 if _origin(c, h.sim_id) == cs.lrank else 0
             _update(c, slot)
@@ -1282,7 +1305,7 @@ def receive(c, buf, off, n, log, src, t_send):
             nr = np.int64(h.n_rows)
             if cs.n_rows_in + nr > c.rows_in.shape[0]:
                 return _need(cs, N_ROWS_IN, cs.n_rows_in + nr), off
-            c.rows_in[cs.n_rows_in:cs.n_rows_in + nr] = body_rows(buf, off, 0, False, nr)
+            _copy(c.rows_in[cs.n_rows_in:], body_rows(buf, off, 0, False, nr))
             cs.n_rows_in += nr
             _kick(c)
         c.received[kind] += 1
@@ -1297,6 +1320,11 @@ def receive(c, buf, off, n, log, src, t_send):
             cs.rx_n = i + 1
         off += size
     return OK, off
+
+
+@njit(cache=True, nogil=True)
+def receive(c, buf, off, n, log, src, t_send):
+    return _receive(c, buf, off, n, log, src, t_send)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -1323,21 +1351,19 @@ def _rng_in(cs, sim_id, rng, rngs, slot):
     return r
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _rng(c, slot):
     """The random stream of the simulation in slot (the shared one with shared_rng)."""
     return _rng_in(c.cs[0], c.sims[slot].sim_id, c.rng, c.rngs, slot)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _run_fused(c, slot, sc, logging):
     """A fused package from its first part (select or playout) on, while the simulation stays here: select
     -> expand -> select ... -> playout (if fuse_playout) -> this rank's update (if may_update); and, for a
     simulation started here that ends in an update with no sync or duplication due, on with the origin's
     next simulation from the root, up to chain_left times, unless the role raised a flag in halt (stopped,
     a duplication waits; read between simulations). Each part exactly as its own kernel in steps.py."""
-    # one basic block (no branch between the reads and the call), so that the reads' reference counts pair up
-    # and are left out
     _fused(c.cs[0], c.sims[slot], c.t, c.dt, c.g, c.p, c.y, c.root, c.history, c.ids, c.halt, c.rng, c.rngs,
            c.pos[slot], c.path_pos[slot], c.steps[slot], c.pslots[slot], c.parts[slot], c.amaf, slot, c.osync[slot],
            c.odup[slot], sc, logging)
@@ -1351,8 +1377,8 @@ def _run_fused(c, slot, sc, logging):
 @njit(cache=True, nogil=True, _nrt=False)
 def _fused(cs, s, t, dt, g, p, y, root, history, ids, halt, rng1, rngs, pos, path, steps, pslots, parts, amafs, slot,
            osync, odup, sc, logging):
-    """_run_fused's work on the arrays the core holds (read once: without reference counting here, a
-    field read per part was a tenth of a rank's time)."""
+    """_run_fused's work on the arrays the core holds, each read once: the chain's parts run in loops that
+    hold them."""
     for i in range(parts.shape[0]):
         parts[i] = 0
     if s.replayed == 0:
@@ -1432,8 +1458,8 @@ def _fused(cs, s, t, dt, g, p, y, root, history, ids, halt, rng1, rngs, pos, pat
         insert = True
 
 
-@njit(cache=True, nogil=True)
-def execute(c, pkg, sc):
+@njit(cache=True, nogil=True, _nrt=False)
+def _execute(c, pkg, sc):
     """Run a package (a worker's part: only the package's slot, the tables and sc are written)."""
     logging = sc.log_kind.shape[0] > 0
     if logging:
@@ -1503,6 +1529,11 @@ def execute(c, pkg, sc):
 
 
 @njit(cache=True, nogil=True)
+def execute(c, pkg, sc):
+    return _execute(c, pkg, sc)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _sim_done(c, slot):
     """on_work_done of a simulation's package (room checked by the caller)."""
     cs = c.cs[0]
@@ -1568,8 +1599,8 @@ def _sim_done(c, slot):
             _playout_or_forward(c, slot, True)
 
 
-@njit(cache=True, nogil=True)
-def done(c, pkg):
+@njit(cache=True, nogil=True, _nrt=False)
+def _done(c, pkg):
     """A package finished (the role's on_work_done). NEED_ROOM: nothing changed, call again after growing."""
     cs = c.cs[0]
     if pkg == SYNC_PKG:
@@ -1595,14 +1626,19 @@ def done(c, pkg):
 
 
 @njit(cache=True, nogil=True)
-def run(c, sc, max_cycles, logging):
+def done(c, pkg):
+    return _done(c, pkg)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _run(c, sc, max_cycles, logging):
     """Packages from the queue, each executed and done, until the queue is empty, the slice of max_cycles
     cycle-counter ticks is used (0: no limit), or a buffer wants room (the engine's IO thread without
     workers). With logging, every part goes to c.log_* (the trace); a full log ends the call. Returns OK or
     NEED_ROOM (then grow and call again: a package that ran and could not be done is done first)."""
     cs = c.cs[0]
     if cs.pend:
-        r = done(c, cs.pend - 2)
+        r = _done(c, cs.pend - 2)
         if r != OK:
             return r
         cs.pend = 0
@@ -1614,7 +1650,7 @@ def run(c, sc, max_cycles, logging):
         if logging and cs.log_n + 2 * cs.depth_cap + 8 > c.log_kind.shape[0]:
             return OK  # the trace takes the log first
         pkg = pop(c)
-        execute(c, pkg, sc)
+        _execute(c, pkg, sc)
         if logging:
             i = cs.log_n
             for k in range(sc.log_n[0]):
@@ -1624,7 +1660,7 @@ def run(c, sc, max_cycles, logging):
                 c.log_t1[i] = sc.log_t[k + 1]
                 i += 1
             cs.log_n = i
-        r = done(c, pkg)
+        r = _done(c, pkg)
         if r != OK:
             cs.pend = pkg + 2
             return r
@@ -1636,14 +1672,24 @@ def run(c, sc, max_cycles, logging):
 
 
 @njit(cache=True, nogil=True)
-def stop(c):
+def run(c, sc, max_cycles, logging):
+    return _run(c, sc, max_cycles, logging)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _stop(c):
     cs = c.cs[0]
     cs.stopped = 1
     atomic_store(c.halt, 0, 1)
 
 
 @njit(cache=True, nogil=True)
-def final_sync(c):
+def stop(c):
+    return _stop(c)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _final_sync(c):
     cs = c.cs[0]
     cs.stopped = 1
     atomic_store(c.halt, 0, 1)
@@ -1655,20 +1701,30 @@ def final_sync(c):
 
 
 @njit(cache=True, nogil=True)
+def final_sync(c):
+    return _final_sync(c)
+
+
+@njit(cache=True, nogil=True)
 def kick(c):
     _kick(c)
     return OK
 
 
-@njit(cache=True, nogil=True)
-def idle(c):
+@njit(cache=True, nogil=True, _nrt=False)
+def _idle(c):
     cs = c.cs[0]
     return (cs.outstanding == 0 and cs.h_len == 0 and cs.n_rows_in == 0 and cs.n_to_flush == 0
             and not _dup_waits(c) and cs.flush_all == 0 and not _may_start(c) and cs.n_waiting == 0)
 
 
 @njit(cache=True, nogil=True)
-def take_queue(c, out_pkg, out_front):
+def idle(c):
+    return _idle(c)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _take_queue(c, out_pkg, out_front):
     """Empty the queue into out_pkg/out_front (the hosts that hand packages to a runtime); returns the count."""
     k = 0
     while c.cs[0].q_len > 0 and k < out_pkg.shape[0]:
@@ -1679,7 +1735,12 @@ def take_queue(c, out_pkg, out_front):
     return k
 
 
-@structref.register
+@njit(cache=True, nogil=True)
+def take_queue(c, out_pkg, out_front):
+    return _take_queue(c, out_pkg, out_front)
+
+
+@register_borrowed
 class CoreType(types.StructRef):
     def preprocess_fields(self, fields):
         return tuple((name, types.unliteral(typ)) for name, typ in fields)

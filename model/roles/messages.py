@@ -93,30 +93,30 @@ def write_head(buf, off, kind, sim_id, n_steps, frames, result, n_rows, n_amaf, 
     return size
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def head(buf, off):
     return buf[off:off + HEAD].view(MSG)[0]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def body_steps(buf, off, n_steps):
     a = off + HEAD
     return buf[a:a + n_steps * 16].view(STEP)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def body_frames(buf, off, n_steps):
     a = off + HEAD + n_steps * 16
     return buf[a:a + n_steps * 32].view(FRAME)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def body_rows(buf, off, n_steps, frames, n_rows):
     a = off + HEAD + n_steps * 16 + (n_steps * 32 if frames else 0)
     return buf[a:a + n_rows * 32].view(STAT)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def body_amaf(buf, off, n_steps, frames, n_rows, n_amaf):
     a = off + HEAD + n_steps * 16 + (n_steps * 32 if frames else 0) + n_rows * 32
     return buf[a:a + n_amaf].view(np.int8)
