@@ -1364,9 +1364,7 @@ def _run_fused(c, slot, sc, logging):
     simulation started here that ends in an update with no sync or duplication due, on with the origin's
     next simulation from the root, up to chain_left times, unless the role raised a flag in halt (stopped,
     a duplication waits; read between simulations). Each part exactly as its own kernel in steps.py."""
-    _fused(c.cs[0], c.sims[slot], c.t, c.dt, c.g, c.p, c.y, c.root, c.history, c.ids, c.halt, c.rng, c.rngs,
-           c.pos[slot], c.path_pos[slot], c.steps[slot], c.pslots[slot], c.parts[slot], c.amaf, slot, c.osync[slot],
-           c.odup[slot], sc, logging)
+    _fused(c, slot, sc, logging)
     s = c.sims[slot]
     if c.cs[0].slmp and s.playouts > 1 and c.p[P_VLOSS] > 0 and (
             (s.stop == F_SELECT and (s.st == ST_PLAYOUT or s.st == ST_LOSS)) or s.stop == F_EXPAND):
@@ -1375,10 +1373,12 @@ def _run_fused(c, slot, sc, logging):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _fused(cs, s, t, dt, g, p, y, root, history, ids, halt, rng1, rngs, pos, path, steps, pslots, parts, amafs, slot,
-           osync, odup, sc, logging):
-    """_run_fused's work on the arrays the core holds, each read once: the chain's parts run in loops that
-    hold them."""
+def _fused(c, slot, sc, logging):
+    """_run_fused's parts and its chain of simulations (s.stop: the kind of the part it stopped after)."""
+    cs, s = c.cs[0], c.sims[slot]
+    t, dt, g, p, y, root, history, ids, halt = c.t, c.dt, c.g, c.p, c.y, c.root, c.history, c.ids, c.halt
+    pos, path, steps, pslots, parts = c.pos[slot], c.path_pos[slot], c.steps[slot], c.pslots[slot], c.parts[slot]
+    rng1, rngs, amafs, osync, odup = c.rng, c.rngs, c.amaf, c.osync[slot], c.odup[slot]
     for i in range(parts.shape[0]):
         parts[i] = 0
     if s.replayed == 0:
