@@ -518,14 +518,18 @@ def _bench16_words(b16: pd.DataFrame) -> tuple[str, dict]:
         # two runs a point: speed-ups within 15% of the lowest count as alike
         lowest = min(sp[a][0] for a in sharing)
         low = [a for a in sharing if sp[a][0] <= 1.15 * lowest]
-        if low == ["tds"]:
+        named = ", ".join(low[:-1]) + " and " + low[-1] if len(low) > 1 else low[0]
+        if len(low) == len(sharing):
+            found.append(f"{named} scale alike, within 15% of each other (Christoph 2020: TDS worst, df-UCT "
+                         "better)")
+        elif low == ["tds"]:
             found.append("TDS scales worst of the tree-sharing methods")
         elif "tds" in low:
-            found.append(f"{' and '.join(low)} scale worst of the tree-sharing methods, alike within 15% (Christoph "
-                         "2020: TDS worst, df-UCT better)")
+            found.append(f"{named} scale worst of the tree-sharing methods, alike within 15% (Christoph 2020: TDS "
+                         "worst, df-UCT better)")
         else:
-            found.append(f"{' and '.join(low)}, not TDS, scale{'s' * (len(low) == 1)} worst of the tree-sharing "
-                         "methods (Christoph 2020: TDS)")
+            found.append(f"{named}, not TDS, scale{'s' * (len(low) == 1)} worst of the tree-sharing methods "
+                         "(Christoph 2020: TDS)")
     if "leaf" in sp and sp["leaf"][3] < sp["leaf"][1]:
         found.append(f"leaf parallelisation tapers off (here past {sp['leaf'][3]} ranks; Christoph 2020: past 16 CNs)")
     if found:

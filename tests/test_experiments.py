@@ -354,7 +354,10 @@ def test_algorithms_words_on_the_16_core_scaling_follow_the_measured_speed_ups()
     assert "TDS scales worst of the tree-sharing methods;" in words and "tapers off (here past 8 ranks" in words
     words, _ = algorithms._bench16_words(table({"root": [100, 150, 200, 250, 300], "tds": [100, 150, 200, 280, 300],
                                                 "dfuct": [100, 150, 200, 250, 280]}))
-    assert "near-linearly" not in words and "tds and dfuct scale worst" in words and "alike within 15%" in words
+    assert "near-linearly" not in words and "tds and dfuct scale alike, within 15%" in words
+    words, _ = algorithms._bench16_words(table({"root": [100, 200, 400, 800, 1500], "tds": [100, 150, 200, 280, 300],
+                                                "dfuct": [100, 150, 200, 250, 280], "treesplit": [100, 180, 300, 500, 600]}))
+    assert "tds and dfuct scale worst of the tree-sharing methods, alike within 15%" in words
     words, _ = algorithms._bench16_words(table({"tds": [100, 150, 200, 280, 900], "dfuct": [100, 150, 200, 250, 280]}))
     assert "dfuct, not TDS, scales worst" in words
     assert algorithms._bench16_words(pd.DataFrame()) == ("", {})

@@ -18,6 +18,11 @@ buffers, each with its request; a buffer is reused once MPI_Test says its send c
 bounded (core.MAX_RECORD), so a fixed pool serves any outbox, a few records at a time when it is large; a
 turn whose buffers are all in flight leaves the rest for the next one, which takes in what arrived first
 (so two ranks sending each other much never wait on each other).
+
+Like the role's transitions, the turn's parts are compiled without reference counting (`_nrt=False`, see
+model/borrowed_struct.py) and call the transitions' uncounted kernels (`K._run`, `K._receive`): counted, the
+loop's reads of the core's and the net's arrays made NRT_incref/decref a tenth of a 19x19 rank's samples in
+compiled code (perf). `turn`, which Python calls, counts.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from numba import njit, types
 from engine.mpi import wire
 from model.cycles import cycles
 from model.roles import core as K
+from model.roles.steps import copy_to
 
 # turn outcomes
 T_IDLE, T_WORKED, T_CONTROL, T_GROW_CORE, T_GROW_RECV, T_SEND_WAIT, T_CORRUPT = 0, 1, 2, 3, 4, 5, 6
@@ -105,7 +111,7 @@ def new_net(comm_handle: int, byte_handle: int, world: int, buffers: int = 16) -
                reqs=np.full(buffers, REQUEST_NULL, np.int32), sent=np.zeros(world, np.int64))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _reap(n):
     """Free the send buffers whose sends completed."""
     for i in range(n.used.shape[0]):
@@ -115,13 +121,13 @@ def _reap(n):
                 n.used[i] = 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _take_in(c, n, log):
     """Go on with the batch in rbuf (N_PEND_*): T_WORKED when it is all in, else what to grow."""
     net = n.net
     off, end = net[N_PEND_OFF], net[N_PEND_N]
     t_send = n.rbuf[8:16].view(np.float64)[0]
-    r, off = K.receive(c, n.rbuf, off, end, log, net[N_PEND_SRC], t_send)
+    r, off = K._receive(c, n.rbuf, off, end, log, net[N_PEND_SRC], t_send)
     net[N_PEND_OFF] = off
     if r == K.OK:
         net[N_PEND_OFF] = -1
@@ -132,7 +138,7 @@ def _take_in(c, n, log):
     return T_GROW_CORE
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _probe(n):
     """Whether a message from any rank waits (its envelope in n.status). MPICH's MPI_Iprobe looks at what
     its progress engine has taken in and then polls once, answering no for a message that poll took in: a
@@ -146,7 +152,7 @@ def _probe(n):
     return False
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _receive(c, n, log):
     """Every batch that has arrived (a CONTROL message stops the receiving: T_CONTROL)."""
     net = n.net
@@ -179,7 +185,7 @@ def _receive(c, n, log):
         net[N_PEND_SRC] = src
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _free_buffer(n):
     for i in range(n.used.shape[0]):
         if n.used[i] == 0:
@@ -191,7 +197,7 @@ def _free_buffer(n):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _send(c, n, t_now):
     """What the role wrote for each rank, in batches of whole records of at most a pool buffer each
     (records are at most core.MAX_RECORD bytes). T_SEND_WAIT: every buffer is still being sent; the rest
@@ -219,7 +225,7 @@ def _send(c, n, t_now):
             b[0:4].view(np.uint32)[0] = np.uint32(count)
             b[4:8].view(np.uint32)[0] = np.uint32(0)
             b[8:16].view(np.float64)[0] = t_now
-            b[16:16 + length] = c.ob[dst, off:end]
+            copy_to(b[16:16 + length], c.ob[dst, off:end])
             n.used[slot] = length + 16
             _isend(b.ctypes, np.int32(length + 16), np.int32(net[N_BYTE]), np.int32(dst),
                    np.int32(net[N_RECORDS]), np.int32(net[N_COMM]), n.reqs[slot:slot + 1].ctypes)
@@ -247,7 +253,7 @@ def turn(c, sc, n, max_ticks, budget_ticks, log, t0, tps):
     return r
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _turns(c, sc, n, max_ticks, budget_ticks, log, t0, tps, c0):
     worked = False
     while True:
@@ -260,7 +266,7 @@ def _turns(c, sc, n, max_ticks, budget_ticks, log, t0, tps, c0):
             return r
         if c.cs[0].q_len > 0 or c.cs[0].pend != 0:  # pend: a package ran, its done waits for room
             a = cycles()
-            r = K.run(c, sc, max_ticks, log)
+            r = K._run(c, sc, max_ticks, log)
             n.net[N_RUN_CYCLES] += cycles() - a
             did = True
             if r != K.OK:

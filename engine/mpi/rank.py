@@ -620,20 +620,25 @@ class RankRuntime:
     def _interrupted(self) -> None:
         """Leave a readable partial trace: stop the workers, write what was recorded, close the part."""
         try:
+            mark = self.rec is not None and self.rank == 0 and self.meta is not None
+            if mark:  # first, so that a second signal (mpiexec's kill) during the close still leaves the mark
+                self._mark_interrupted()
             if self.pool is not None:
                 self.pool.stop(1.0)
             if self.rec is not None:
-                t = self.now()
-                self._collect(t)
+                self._collect(self.now())
                 self.rec.close()
-                if self.rank == 0 and self.meta is not None:
-                    from engine.trace_files import write_meta
-
-                    self.meta.t_end = t
-                    self.meta.extra.update(complete=False, interrupted=True)
-                    write_meta(self.config.trace, self.meta)
+                if mark:
+                    self._mark_interrupted()
         except Exception as e:  # the trace is best effort here; the exit code says what happened
             print(f"treesplit: rank {self.rank}: could not close the trace: {e}", file=sys.stderr, flush=True)
+
+    def _mark_interrupted(self) -> None:
+        from engine.trace_files import write_meta
+
+        self.meta.t_end = self.now()
+        self.meta.extra.update(complete=False, interrupted=True)
+        write_meta(self.config.trace, self.meta)
 
     # --- failure handling -------------------------------------------------------------------------------------
     def _install_signals(self):

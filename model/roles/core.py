@@ -11,8 +11,8 @@ them as one `Core`, a numba StructRef holding the same arrays: a call passes one
 NamedTuple of ~70 arrays cost ~1,000 cycles a call to pass by value. The transitions are compiled without
 reference counting (`_nrt=False`; Core is registered with model/borrowed_struct.py, so a field read is a
 load): counted, each small function's reads of the core's arrays were half of what a hop added to a
-simulation. They allocate nothing (array copies are `_copy` loops); the kernels Python calls (below) are
-counting wrappers around them (`run` around `_run`, ...), `start` counts throughout.
+simulation. They allocate nothing (array copies are `copy_to` loops, model/roles/steps.py); the kernels
+Python calls (below) are counting wrappers around them (`run` around `_run`, ...), `start` counts throughout.
 
 The transitions are the role contract's (model/roles/__init__.py), each one kernel call:
 
@@ -54,8 +54,8 @@ from model.roles.dup import apply_rows, flush_rows, share_kept_root, share_root,
 from model.roles.dfuct_kernels import F_POP, F_REPORT, apply_reports, fill_frames, fold_result
 from model.roles.messages import (F_FRAMES, FRAME, HEAD, K_DUP, K_JOB, K_RESULT, body_frames, K_FWD, K_MERGE, K_MOVE, K_SYNC, K_UPDATE, NODE_ROW, STAT, STEP,
                                   body_amaf, body_rows, body_steps, head, record_size, write_head)
-from model.roles.steps import (ST_EXPAND, ST_LOSS, ST_MOVE, ST_PLAYOUT, add_path_vloss, expand_node, playout, replay,
-                               select_steps, update_steps)
+from model.roles.steps import (ST_EXPAND, ST_LOSS, ST_MOVE, ST_PLAYOUT, add_path_vloss, copy_to, expand_node, playout,
+                               replay, select_steps, update_steps)
 from model.tt import M_SEARCH, UNEXPANDED, lookup
 from model.uct import P_RAVE, P_VLOSS, expand
 
@@ -198,14 +198,6 @@ def _need(cs, what, size):
     cs.need = what
     cs.need_size = size
     return NEED_ROOM
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _copy(dst, src):
-    """dst[:len(src)] = src as a loop: a slice assignment between arrays needs numba's runtime, which these
-    kernels run without (model/borrowed_struct.py)."""
-    for i in range(src.shape[0]):
-        dst[i] = src[i]
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -424,7 +416,7 @@ def _send_steps(c, kind, dst_local, slot):
     n = s.n
     dst = c.glob[dst_local]
     off = _open(c, dst, kind, s.sim_id, n, 0.0, 0, 0, c.cs[0].outstanding, -1)
-    _copy(body_steps(c.ob[dst], off, n), c.steps[slot, :n])
+    copy_to(body_steps(c.ob[dst], off, n), c.steps[slot, :n])
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -436,7 +428,7 @@ def _send_rows(c, kind, dst, rows, n, part):
     for a in range(0, n, ROWS_PER_RECORD):
         k = min(ROWS_PER_RECORD, n - a)
         off = _open(c, dst, kind, -1, 0, 0.0, k, 0, 2 * cs.sync_seq + part, a)
-        _copy(body_rows(c.ob[dst], off, 0, False, k), rows[a:a + k])
+        copy_to(body_rows(c.ob[dst], off, 0, False, k), rows[a:a + k])
 
 
 # --- simulations --------------------------------------------------------------------------------------------------
@@ -461,7 +453,7 @@ def _new_sim(c):
         s.playouts = cs.per_leaf if cs.quota < 0 else min(cs.per_leaf, cs.quota - cs.started)
     cs.started += s.playouts
     cs.in_flight += s.playouts
-    _copy(c.pos[slot], c.root)
+    copy_to(c.pos[slot], c.root)
     c.path_pos[slot, 0] = cs.root_pos
     s.replayed = 1
     if cs.fuse and cs.chain > 1 and not (cs.mode == MODE_LEAF_MASTER and cs.leaf_ranks > 0):
@@ -500,7 +492,7 @@ def _arrived(c, buf, off, h):
     n = np.int64(h.n_steps)
     s.sim_id = h.sim_id
     s.n = n
-    _copy(c.steps[slot], body_steps(buf, off, n))
+    copy_to(c.steps[slot], body_steps(buf, off, n))
     c.pslots[slot, :n] = 0  # selected elsewhere (or here, before it left): looked up at its update
     return slot
 
@@ -575,7 +567,7 @@ def _finish_sim(c, slot, result, local):
         off = _open(c, dst, K_UPDATE, s.sim_id, ns, result, 0, na, cs.outstanding, -1)
         out = body_steps(c.ob[dst], off, ns)
         if ns == n:
-            _copy(out, steps[:n])
+            copy_to(out, steps[:n])
         else:
             i = 0
             for k in range(n):
@@ -583,7 +575,7 @@ def _finish_sim(c, slot, result, local):
                     out[i] = steps[k]
                     i += 1
         if na:
-            _copy(body_amaf(c.ob[dst], off, ns, False, 0, na), c.amaf[slot])
+            copy_to(body_amaf(c.ob[dst], off, ns, False, 0, na), c.amaf[slot])
     mine = seen[cs.lrank] != 0
     if not mine:
         _release(c, slot)
@@ -717,7 +709,7 @@ def _leaf_jobs(c, slot):
         c.wjobs[r] += 1
         dst = c.glob[r]
         off = _open(c, dst, K_JOB, s.sim_id, n, 0.0, 0, 0, slot, -1)
-        _copy(body_steps(c.ob[dst], off, n), c.steps[slot, :n])
+        copy_to(body_steps(c.ob[dst], off, n), c.steps[slot, :n])
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -732,10 +724,10 @@ def _leaf_update(c, slot, result, amaf, has_amaf):
     j.role = R_UJOB
     j.result = result
     j.origin_done = 1
-    _copy(c.steps[u, :n], c.steps[slot, :n])
-    _copy(c.pslots[u, :n], c.pslots[slot, :n])
+    copy_to(c.steps[u, :n], c.steps[slot, :n])
+    copy_to(c.pslots[u, :n], c.pslots[slot, :n])
     if has_amaf and c.amaf.shape[1]:
-        _copy(c.amaf[u], amaf)
+        copy_to(c.amaf[u], amaf)
         j.has_amaf = 1
     c.cnt[C_RECORDS] += n
     c.cnt[C_EDGES] += _edges(c.steps[slot], n)
@@ -767,7 +759,7 @@ def _leaf_playout_done(c, slot):
     na = c.amaf.shape[1] if cs.rave else 0
     off = _open(c, c.glob[0], K_RESULT, s.sim_id, 0, s.result, 0, na, s.arg, -1)
     if na:
-        _copy(body_amaf(c.ob[c.glob[0]], off, 0, False, 0, na), c.amaf[slot])
+        copy_to(body_amaf(c.ob[c.glob[0]], off, 0, False, 0, na), c.amaf[slot])
     c.cnt[C_PLAYOUTS] += 1
     _release(c, slot)
 
@@ -787,7 +779,7 @@ def _launch_jobs(c):
         s = c.sims[slot]
         s.sim_id = _label(c, i)
         s.tickets = -1 if cs.quota < 0 else cs.quota // n_jobs + (1 if i < cs.quota % n_jobs else 0)
-        _copy(c.pos[slot], c.root)
+        copy_to(c.pos[slot], c.root)
         c.path_pos[slot, 0] = cs.root_pos
         s.replayed = 1
         c.cnt[C_JOBS] += 1
@@ -823,11 +815,11 @@ def _send_job(c, kind, dst_local, slot, extra):
     off = _open_f(c, dst, kind, s.sim_id, n + extra, True, 0.0, 0, 0, s.tickets, -1)
     st = body_steps(c.ob[dst], off, n + extra)
     fr = body_frames(c.ob[dst], off, n + extra)
-    _copy(st, c.steps[slot, :n])
-    _copy(fr, c.frames[slot, :n])
+    copy_to(st, c.steps[slot, :n])
+    copy_to(fr, c.frames[slot, :n])
     if extra:
-        _copy(st[n:], c.rsteps[:extra])
-        _copy(fr[n:], c.rframes[:extra])
+        copy_to(st[n:], c.rsteps[:extra])
+        copy_to(fr[n:], c.rframes[:extra])
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -867,8 +859,8 @@ def _apply_here(c, a, b, job):
     j.n = n
     j.carry = job
     j.sim_id = c.sims[job].sim_id if job >= 0 else -1
-    _copy(c.steps[u, :n], c.rsteps[a:b])
-    _copy(c.frames[u, :n], c.rframes[a:b])
+    copy_to(c.steps[u, :n], c.rsteps[a:b])
+    copy_to(c.frames[u, :n], c.rframes[a:b])
     _pkg(c, u, PK_UPDATE, job >= 0)
 
 
@@ -906,8 +898,8 @@ def _report(c, m, keep, sim_id, job):
         at[c.rsteps[i].rank] += 1
         c.rsteps[j] = c.rsteps[i]
         c.rframes[j] = c.rframes[i]
-    _copy(c.rsteps, c.rsteps[h:h + k])
-    _copy(c.rframes, c.rframes[h:h + k])
+    copy_to(c.rsteps, c.rsteps[h:h + k])
+    copy_to(c.rframes, c.rframes[h:h + k])
     carried = 0
     a = 0
     while a < k:
@@ -924,15 +916,15 @@ def _report(c, m, keep, sim_id, job):
         else:
             dst = c.glob[r]
             off = _open_f(c, dst, K_UPDATE, sim_id, b - a, True, 0.0, 0, 0, 0, -1)
-            _copy(body_steps(c.ob[dst], off, b - a), c.rsteps[a:b])
-            _copy(body_frames(c.ob[dst], off, b - a), c.rframes[a:b])
+            copy_to(body_steps(c.ob[dst], off, b - a), c.rsteps[a:b])
+            copy_to(body_frames(c.ob[dst], off, b - a), c.rframes[a:b])
         a = b
     if carried > 0:
         a = 0
         while c.rsteps[a].rank != keep:
             a += 1
-        _copy(c.rsteps, c.rsteps[a:a + carried])  # forwards: the source starts at or after the destination
-        _copy(c.rframes, c.rframes[a:a + carried])
+        copy_to(c.rsteps, c.rsteps[a:a + carried])  # forwards: the source starts at or after the destination
+        copy_to(c.rframes, c.rframes[a:a + carried])
     return carried
 
 
@@ -965,8 +957,8 @@ def _dfuct_receive(c, buf, off, h, kind):
         j.role = R_UJOB
         j.n = ns
         j.sim_id = h.sim_id
-        _copy(c.steps[u], body_steps(buf, off, ns))
-        _copy(c.frames[u], body_frames(buf, off, ns))
+        copy_to(c.steps[u], body_steps(buf, off, ns))
+        copy_to(c.frames[u], body_frames(buf, off, ns))
         _pkg(c, u, PK_UPDATE, False)
     else:
         _dfuct_playout_or_forward(c, _job_arrived(c, buf, off, h))
@@ -1114,10 +1106,10 @@ def _kick(c):
     cs.gate_wait = 0
     atomic_store(c.halt, 1, 1 if cs.n_to_dup > 0 else 0)
     cs.job_rows = cs.n_rows_in
-    _copy(c.jrows, c.rows_in[:cs.n_rows_in])
+    copy_to(c.jrows, c.rows_in[:cs.n_rows_in])
     cs.n_rows_in = 0
     cs.job_dup = n_dup
-    _copy(c.jdup, c.to_dup[:n_dup])
+    copy_to(c.jdup, c.to_dup[:n_dup])
     cs.job_flush = cs.n_to_flush
     for i in range(cs.n_to_flush):
         r = c.to_flush[i]
@@ -1280,11 +1272,11 @@ def _receive(c, buf, off, n, log, src, t_send):
             s.n = n_st
             s.role = R_UJOB
             s.result = h.result
-            _copy(c.steps[slot], body_steps(buf, off, n_st))
+            copy_to(c.steps[slot], body_steps(buf, off, n_st))
             c.pslots[slot, :n_st] = 0
             na = np.int64(h.n_amaf)
             if na and c.amaf.shape[1]:
-                _copy(c.amaf[slot], body_amaf(buf, off, n_st, False, 0, na))
+                copy_to(c.amaf[slot], body_amaf(buf, off, n_st, False, 0, na))
                 s.has_amaf = 1
             s.origin_done = 1 if _origin(c, h.sim_id) == cs.lrank else 0
             _update(c, slot)
@@ -1305,7 +1297,7 @@ def _receive(c, buf, off, n, log, src, t_send):
             nr = np.int64(h.n_rows)
             if cs.n_rows_in + nr > c.rows_in.shape[0]:
                 return _need(cs, N_ROWS_IN, cs.n_rows_in + nr), off
-            _copy(c.rows_in[cs.n_rows_in:], body_rows(buf, off, 0, False, nr))
+            copy_to(c.rows_in[cs.n_rows_in:], body_rows(buf, off, 0, False, nr))
             cs.n_rows_in += nr
             _kick(c)
         c.received[kind] += 1
@@ -1432,8 +1424,7 @@ def _fused(c, slot, sc, logging):
             return
         parts[PK_UPDATE] += 1
         if rave:  # the update consumes its copy; the UPDATE records carry the original
-            for i in range(amaf.shape[0]):  # element by element: an array copy needs reference counting
-                sc.amaf_up[i] = amaf[i]
+            copy_to(sc.amaf_up, amaf)
         ns, nd, missing = update_steps(t, dt, g, steps, n, me, result, sc.amaf_up if rave else sc.amaf_up[:0], p,
                                        y, kr, ls, osync, odup, pslots)
         if logging:

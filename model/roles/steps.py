@@ -37,12 +37,19 @@ Y_NSYNC_MIN, Y_NSYNC_MAX, Y_ALPHA, Y_NDUP, Y_TRACK, Y_DUP_DEPTH = 0, 1, 2, 3, 4,
 Y_LEN = 6
 
 
+@njit(cache=True, nogil=True, inline="always")
+def copy_to(dst, src):
+    """dst[:len(src)] = src as a loop: a slice assignment between arrays needs numba's runtime, which the
+    kernels of a search rank run without (model/borrowed_struct.py)."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def replay(g, s_root, steps, n, s, path_pos):
     """s := the position after the actions of steps[:n] (leaf records skipped); path_pos[k] := position
     hash after k actions. Returns the number of actions played. (No reference counting, as select_steps.)"""
-    for i in range(s_root.shape[0]):
-        s[i] = s_root[i]
+    copy_to(s, s_root)
     path_pos[0] = game.position_hash(g, s)
     d = 0
     for k in range(n):
