@@ -618,7 +618,8 @@ class RankRuntime:
         write_meta(self.config.trace, self.meta)
 
     def _interrupted(self) -> None:
-        """Leave a readable partial trace: stop the workers, write what was recorded, close the part."""
+        """Leave a readable partial trace: mark it interrupted (rank 0), stop the workers, write what was
+        recorded, close the part, and mark it again with the later end time."""
         try:
             mark = self.rec is not None and self.rank == 0 and self.meta is not None
             if mark:  # first, so that a second signal (mpiexec's kill) during the close still leaves the mark
