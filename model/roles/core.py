@@ -1442,8 +1442,7 @@ def _fused(c, slot, sc, logging):
         s.chain_edges += _edges(steps, n)
         s.chain_missing += missing
         s.sim_id = _label_in(cs, atomic_add(ids, 0, 1))
-        for i in range(root.shape[0]):
-            pos[i] = root[i]
+        copy_to(pos, root)
         n = 0
         path[0] = cs.root_pos
         insert = True
