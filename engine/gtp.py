@@ -279,6 +279,10 @@ class GtpEngine:
             result = "\n" + body if result.startswith("\n") else body
         return f"={cid} {result}\n\n"
 
+    def warm_up(self) -> None:
+        """Load the player's kernels and start its ranks before the first command (Player.warm_up)."""
+        self.player.warm_up(self.game)
+
     def close(self) -> None:
         """Release the Player's resources (threads, MPI ranks). The session is over."""
         self.player.close()

@@ -160,6 +160,13 @@ class Player:
             children = merge_children(so_far, children)
         return children, pvs
 
+    def warm_up(self, game) -> None:
+        """Load the search's compiled kernels (and start its MPI ranks) now, not in the first genmove: a
+        controller or a referee that starts the engine for every game times its first move, which would
+        otherwise carry seconds of start-up (engines that load a network do it at start-up too). Leaves the
+        player as it was: the next search is the one it would have run."""
+        self.searcher.warm_up(self._position(game, game.to_move))
+
     def genmove(self, game, color: int, cleanup: bool = False, time_left: float | None = None,
                 stones_left: int = 0) -> int | None:
         """The action to play for `color` (0 Black, 1 White) in `game` (a GoGame), or None to resign."""

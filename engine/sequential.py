@@ -24,6 +24,9 @@ from model.rng import new_rng
 
 CHUNK_SECONDS = 0.02   # a timed search looks at the clock about this often
 MAX_CHUNK = 4096       # and never runs more simulations than this between two looks
+# a player's search at start-up that loads the kernels (warm_up): enough simulations to call every kernel a
+# search calls, MPI ranks' messages included, in milliseconds
+WARM_UP_SIMS = 64
 
 
 @dataclass
@@ -237,6 +240,12 @@ class SequentialSearcher:
             out[a] = [a] + (uct.principal_variation(self.table, pos.g, s, max_len - 1) if game.play(pos.g, s, a)
                             else [])
         return out
+
+    def warm_up(self, pos: Position) -> None:
+        """Load every kernel a search calls (numba loads each from its cache at its first call) with a search of
+        WARM_UP_SIMS simulations from `pos` by a searcher of its own: this one's tree and random streams stay
+        as they were."""
+        type(self)(self.config, clock=self.clock).search(pos, Budget(sims=WARM_UP_SIMS))
 
     def close(self) -> None:
         self.table = None

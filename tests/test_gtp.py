@@ -356,6 +356,42 @@ def _real_engine(algo: str, **kw):
 
 
 @pytest.mark.parametrize("algo,kw", [("sequential", {}), ("tree", {"threads": 2})])
+def test_warming_up_at_start_leaves_the_player_as_it_was(algo, kw):
+    """make_gtp_engine loads the kernels before the first command with a search of a searcher of its own: the
+    first move, and every root child's visits, are those of a player that never warmed up."""
+    from engine.player import Player, PlayerConfig
+    from engine.sequential import WARM_UP_SIMS
+
+    warm = _real_engine(algo, **kw)
+    cold = GtpEngine(Player(PlayerConfig(algo=algo, sims=50, seed=1, **kw)), size=9, komi=7.0)
+    try:
+        moves = [ok(e, "genmove b") for e in (warm, cold)]
+        stats = [sorted((c.action, c.visits) for c in e.player.last_result.children) for e in (warm, cold)]
+    finally:
+        warm.close()
+        cold.close()
+    if algo == "sequential":  # one thread: the same search, simulation for simulation
+        assert moves[0] == moves[1] and stats[0] == stats[1]
+    assert all(0 < sum(v for _, v in s) < 50 + WARM_UP_SIMS for s in stats)  # no warm-up visits in the tree
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(300)
+def test_an_mpi_gtp_engine_starts_its_ranks_before_the_first_command():
+    """The session's ranks are up (and their kernels loaded) when make_gtp_engine returns, and the warm-up's
+    tree is forgotten: the first search's root counts its own visits only."""
+    eng = _real_engine("treesplit", ranks=2, threads=1)
+    try:
+        searcher = eng.player.searcher
+        assert searcher.session is not None and searcher.session.ended() is None
+        ok(eng, "genmove b")
+        assert not searcher.keeps_root_visits
+        assert eng.player.last_result.root_visits == eng.player.last_result.sims >= 50
+    finally:
+        eng.close()
+
+
+@pytest.mark.parametrize("algo,kw", [("sequential", {}), ("tree", {"threads": 2})])
 def test_lz_analyze_streams_candidates_until_the_next_command(algo, kw):
     eng = _real_engine(algo, **kw)
     try:

@@ -55,11 +55,18 @@ def player_config(args: argparse.Namespace):
 
 
 def make_gtp_engine(config, size: int = 19, komi: float = 7.5):
-    """A GtpEngine around a Player built from `config` (module-level so match workers can pickle it)."""
+    """A GtpEngine around a Player built from `config`, its kernels loaded and its ranks started (module-level
+    so match workers can pickle it)."""
     from engine.gtp import GtpEngine
     from engine.player import Player
 
-    return GtpEngine(Player(config), size=size, komi=komi)
+    engine = GtpEngine(Player(config), size=size, komi=komi)
+    try:
+        engine.warm_up()
+    except BaseException:
+        engine.close()
+        raise
+    return engine
 
 
 DESCRIPTION = """\
@@ -67,7 +74,10 @@ Speak GTP v2 on stdin/stdout, for any GTP controller (GoGui, Sabaki, Lizzie, gog
 `treesplit match`. Diagnostics go to stderr. Besides the standard commands: lz-analyze and kgs-analyze
 (candidate moves with visits, winrate and principal variation every INTERVAL centiseconds, until the next
 command: the analysis view of Sabaki and Lizzie), kata-analyze (the same in KataGo's numbers), printsgf,
-kgs-genmove_cleanup, reg_genmove, time_settings and time_left.
+kgs-genmove_cleanup, reg_genmove, time_settings and time_left. Before it reads the first command the
+engine loads its compiled kernels and starts its MPI ranks (a search of a few dozen simulations, then
+forgotten), so that the first genmove takes its budget like every other: a few seconds, minutes after a
+code change while numba compiles.
 
 examples:
   treesplit gtp --algo tree --threads 2 --seconds 1            # as Sabaki's engine command

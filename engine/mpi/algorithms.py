@@ -26,7 +26,8 @@ from engine.mpi.host import check_config
 from engine.mpi.launch import inside_mpi, run_distributed
 from engine.mpi.session import SessionClient
 from engine.mpi.summary import format_text
-from engine.sequential import COUNTER_NAMES, SearchConfig, SearchResult, wants_resign
+from engine.sequential import COUNTER_NAMES, WARM_UP_SIMS, SearchConfig, SearchResult, wants_resign
+from engine.timecontrol import Budget
 from model import algorithms as model_algorithms
 from model.config import check, parse_overrides
 from model.game import GO, GameSpec, game_name
@@ -178,6 +179,13 @@ class DistributedSearcher:
                             new_nodes=res["nodes"], seconds=res["seconds"], root_visits=res["root_visits"],
                             root_value=res["root_value"], children=children, pv=res["pv"], extensions=[],
                             counters=counters)
+
+    def warm_up(self, pos) -> None:
+        """Start the session's ranks and load their kernels with a search of WARM_UP_SIMS simulations from
+        `pos`, whose tree the ranks then forget (a session's searches all take the config's seed: nothing
+        else of it is left)."""
+        self.search(pos, Budget(sims=WARM_UP_SIMS))
+        self.reset()
 
     @property
     def keeps_root_visits(self) -> bool:
