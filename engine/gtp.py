@@ -215,6 +215,7 @@ class GtpEngine:
         self.clock = Clock()
         self.now = now
         self.quit = False
+        self.warm = False  # warm_up() has run: a new board size is warmed up too
         self.last_traceback: str | None = None  # set when a command failed on an internal error
         self.analysis: Analysis | None = None   # set by an analyze command: the I/O loop runs it
         self.commands: dict[str, Callable[[list[str]], str]] = {
@@ -280,8 +281,11 @@ class GtpEngine:
         return f"={cid} {result}\n\n"
 
     def warm_up(self) -> None:
-        """Load the player's kernels and start its ranks before the first command (Player.warm_up)."""
+        """Load the player's kernels and start its ranks before the first command (Player.warm_up); from then
+        on a new board size is warmed up as it is set (an MPI rank sets up a table for it), not in its first
+        genmove."""
         self.player.warm_up(self.game)
+        self.warm = True
 
     def close(self) -> None:
         """Release the Player's resources (threads, MPI ranks). The session is over."""
@@ -330,8 +334,10 @@ class GtpEngine:
             raise GtpError("syntax error (board size is not an integer)") from None
         if not MIN_SIZE <= size <= MAX_SIZE:
             raise GtpError("unacceptable size")
-        self.size = size
+        resized, self.size = size != self.size, size
         self._reset()
+        if resized and self.warm:
+            self.player.warm_up(self.game)
         return ""
 
     def cmd_clear_board(self, args: list[str]) -> str:

@@ -379,7 +379,8 @@ def test_warming_up_at_start_leaves_the_player_as_it_was(algo, kw):
 @pytest.mark.timeout(300)
 def test_an_mpi_gtp_engine_starts_its_ranks_before_the_first_command():
     """The session's ranks are up (and their kernels loaded) when make_gtp_engine returns, and the warm-up's
-    tree is forgotten: the first search's root counts its own visits only."""
+    tree is forgotten: the first search's root counts its own visits only. A new board size is warmed up when
+    it is set."""
     eng = _real_engine("treesplit", ranks=2, threads=1)
     try:
         searcher = eng.player.searcher
@@ -387,6 +388,8 @@ def test_an_mpi_gtp_engine_starts_its_ranks_before_the_first_command():
         ok(eng, "genmove b")
         assert not searcher.keeps_root_visits
         assert eng.player.last_result.root_visits == eng.player.last_result.sims >= 50
+        ok(eng, "boardsize 13")  # a new size is warmed up as it is set: its first search is not the move's
+        assert searcher._searched_on == ("go", 13) and not searcher.keeps_root_visits
     finally:
         eng.close()
 

@@ -137,7 +137,9 @@ class DistributedSearcher:
         self.name, self.config = algo, config
         self.session = None
         self._overheads: list[float] = []  # wall seconds of recent searches beyond their search phase
-        self._searched = False  # the session has searched (its kernels are loaded)
+        # the game and board of the session's last search: its first search on a board also pays for starting
+        # the ranks and loading the kernels, or for the table of a new board size, and is no overhead sample
+        self._searched_on: tuple | None = None
         self._kept_root = False  # the last search's root statistics include earlier searches'
         self._check = distributed_config(algo, config, sims=1)
         self._check.validate()
@@ -162,10 +164,10 @@ class DistributedSearcher:
                                 seconds=self._search_seconds(budget.seconds))
         dc.validate()
         self._drop_ended()
-        started = self._searched  # a session's first search also pays for starting the ranks and kernels
+        started = self._searched_on == (dc.game, dc.board)
         t0 = time.monotonic()
         res = self._session().command({"op": "search", "config": dataclasses.asdict(dc)})["result"]
-        self._searched = True
+        self._searched_on = (dc.game, dc.board)
         self._kept_root = int(res["root_visits"]) > int(res["sims"])
         if budget.seconds is not None and started:
             self._note_overhead(time.monotonic() - t0 - float(res["seconds"]))
@@ -217,7 +219,7 @@ class DistributedSearcher:
                   f"starts new ranks", file=sys.stderr, flush=True)
             self.session.close()
             self.session = None
-            self._searched = False
+            self._searched_on = None
 
     def reset(self) -> None:
         """Forget the trees (new game, undo)."""
