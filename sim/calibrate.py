@@ -86,9 +86,13 @@ def package_gap(pk, idle: float = 1e-2) -> float | None:
     return float(np.mean(gap)) if len(gap) >= MIN_SAMPLES else None
 
 
-def rank_gaps(pk, ranks: int | None = None) -> list[tuple[int, np.ndarray, np.ndarray]]:
+def rank_gaps(pk, ranks: int | None = None, handovers: bool = False) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """Per rank (the first `ranks` only, if given): (rank, gap starts, gap ends) between its consecutive
-    packages (a rank of the engine's --threads 1 runs its packages one after the other on its IO thread)."""
+    packages (a rank of the engine's --threads 1 runs its packages one after the other on its IO thread).
+    handovers: only the gaps before another package begins. Parts of one fused package (a simulation's steps
+    on a rank, model.roles.CONTINUE) share its sim_id; the compiled engine starts the next package as quickly
+    (most hand-overs under FUSED_GAP), so the sim id, not the gap's length, tells the two apart (a trace
+    without sim ids: every gap of FUSED_GAP or more)."""
     out = []
     if len(pk):
         pk = pk[pk["kind"].astype(str) != "io"]  # IO-loop records: between the packages (engine), over them (simulator)
@@ -96,7 +100,12 @@ def rank_gaps(pk, ranks: int | None = None) -> list[tuple[int, np.ndarray, np.nd
         if ranks is not None and int(r) >= ranks:
             continue
         d = d.sort_values("t_start")
-        out.append((int(r), d["t_end"].to_numpy()[:-1], d["t_start"].to_numpy()[1:]))
+        a, b = d["t_end"].to_numpy()[:-1], d["t_start"].to_numpy()[1:]
+        if handovers:
+            sim = d["sim_id"].to_numpy() if "sim_id" in d else None
+            new = sim[1:] != sim[:-1] if sim is not None else (b - a) >= FUSED_GAP
+            a, b = a[new], b[new]
+        out.append((int(r), a, b))
     return out
 
 
@@ -141,10 +150,10 @@ def inline_costs(tr, short: float) -> tuple[float, float, float, float] | None:
     M = int(tr.meta.get("ranks", {}).get("search", 1))
     ms = tr.messages
     xs, ys = [], []
-    for r, a, b in rank_gaps(tr.packages, M):
-        # parts of one fused package follow each other with no gap: the simulator charges per_package once
-        # per package, so only the gaps between packages count (a hand-over never takes under FUSED_GAP)
-        keep = ((b - a) >= FUSED_GAP) & ((b - a) < short)
+    for r, a, b in rank_gaps(tr.packages, M, handovers=True):
+        # the simulator charges per_package once per package: the gaps between packages count, those between
+        # the parts of one fused package do not
+        keep = (b - a) < short
         a, b = a[keep], b[keep]
         if ms.empty:
             nr = ns = nb = np.zeros(len(a))
@@ -163,7 +172,7 @@ def inline_costs(tr, short: float) -> tuple[float, float, float, float] | None:
         return None
     x, y = np.vstack(xs), np.concatenate(ys)
     if not (x[:, 1] > 0).any():  # one rank: no messages, the gap is all bookkeeping
-        return float(np.mean(y)), 0.0, 0.0, 0.0
+        return max(float(np.mean(y)), 0.0), 0.0, 0.0, 0.0  # hand-overs within a clock tick may read as -0
     if not (x[:, 3] > 0).any():
         x = x[:, :3]
     c = np.linalg.lstsq(x, y, rcond=None)[0]
