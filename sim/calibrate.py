@@ -71,28 +71,41 @@ def run_pingpong(budget: float = 4.0, timeout: float = 60.0) -> dict[str, Any]:
 
 
 def package_gap(pk, idle: float = 1e-2) -> float | None:
-    """The mean time between one package's end and the next one's start on the same worker, over gaps
-    shorter than `idle` (longer ones are a worker waiting for work, not bookkeeping). The mean, not the
-    median: on a shared host the gaps include the rank being descheduled, which costs the run as much."""
+    """The mean time between one package's end and the next one's start on the same worker (a hand-over,
+    see _handovers), over gaps shorter than `idle` (longer ones are a worker waiting for work, not
+    bookkeeping). The mean, not the median: on a shared host the gaps include the rank being descheduled,
+    which costs the run as much."""
     pk = pk[pk["kind"].astype(str) != "io"]  # the IO thread's message handling is not a package's bookkeeping
     if len(pk) < 2 * MIN_SAMPLES:
         return None
-    d = pk.sort_values(["rank", "worker", "t_start"])
-    same = (d["rank"].to_numpy()[1:] == d["rank"].to_numpy()[:-1]) & (
-        d["worker"].to_numpy()[1:] == d["worker"].to_numpy()[:-1])
-    gap = d["t_start"].to_numpy()[1:] - d["t_end"].to_numpy()[:-1]
-    # parts of one fused package (model.roles.CONTINUE) follow each other with no hand-over between them
-    gap = gap[same & (gap >= FUSED_GAP) & (gap < idle)]
+    gaps = []
+    for _, d in pk.groupby(["rank", "worker"], sort=True):
+        d = d.sort_values("t_start")
+        a, b = d["t_end"].to_numpy()[:-1], d["t_start"].to_numpy()[1:]
+        gap = (b - a)[_handovers(d, a, b)]
+        gaps.append(gap[gap < idle])
+    gap = np.concatenate(gaps)
     return float(np.mean(gap)) if len(gap) >= MIN_SAMPLES else None
+
+
+def _handovers(d, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Which gaps (a[i], b[i]) between the consecutive packages of one worker are hand-overs to another
+    package rather than between the parts of one fused package (a simulation's steps on a rank,
+    model.roles.CONTINUE). The parts share their sim_id; the compiled engine starts the next package as
+    quickly as the next part (most hand-overs under FUSED_GAP), so the sim id, not the gap's length, tells
+    the two apart (packages of no simulation, sim_id -1, and traces without sim ids: gaps of FUSED_GAP or
+    more)."""
+    long = (b - a) >= FUSED_GAP
+    if "sim_id" not in d:
+        return long
+    sim = d["sim_id"].to_numpy()
+    return np.where(sim[1:] >= 0, sim[1:] != sim[:-1], long)
 
 
 def rank_gaps(pk, ranks: int | None = None, handovers: bool = False) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """Per rank (the first `ranks` only, if given): (rank, gap starts, gap ends) between its consecutive
     packages (a rank of the engine's --threads 1 runs its packages one after the other on its IO thread).
-    handovers: only the gaps before another package begins. Parts of one fused package (a simulation's steps
-    on a rank, model.roles.CONTINUE) share its sim_id; the compiled engine starts the next package as quickly
-    (most hand-overs under FUSED_GAP), so the sim id, not the gap's length, tells the two apart (a trace
-    without sim ids: every gap of FUSED_GAP or more)."""
+    handovers: only the gaps before another package begins (_handovers)."""
     out = []
     if len(pk):
         pk = pk[pk["kind"].astype(str) != "io"]  # IO-loop records: between the packages (engine), over them (simulator)
@@ -102,8 +115,7 @@ def rank_gaps(pk, ranks: int | None = None, handovers: bool = False) -> list[tup
         d = d.sort_values("t_start")
         a, b = d["t_end"].to_numpy()[:-1], d["t_start"].to_numpy()[1:]
         if handovers:
-            sim = d["sim_id"].to_numpy() if "sim_id" in d else None
-            new = sim[1:] != sim[:-1] if sim is not None else (b - a) >= FUSED_GAP
+            new = _handovers(d, a, b)
             a, b = a[new], b[new]
         out.append((int(r), a, b))
     return out

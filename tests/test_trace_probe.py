@@ -117,3 +117,21 @@ def test_bookkeeping_is_fitted_on_every_hand_over_between_packages():
     tr = SimpleNamespace(meta={"ranks": {"search": 1}}, packages=pd.DataFrame(rows),
                          messages=pd.DataFrame(columns=["src", "dst", "kind", "bytes", "t_send", "t_recv"]))
     assert inline_costs(tr, COLLECT_GAP)[0] == pytest.approx(4e-7, rel=1e-2)
+
+
+def test_a_workers_bookkeeping_is_fitted_on_hand_overs_too():
+    """Ranks with worker threads: package_gap tells hand-overs from the steps of one fused package by the
+    simulation id, as the IO thread's fit does: two workers whose fused steps are 2 us apart and whose
+    hand-overs take 0.5 us give 0.5 us (the gap-length rule took the steps' 2 us)."""
+    from sim.calibrate import package_gap
+
+    rows = []
+    for w in (0, 1):
+        t = w * 1e-7
+        for i in range(1000):
+            for kind, d in (("select", 1e-6), ("playout", 1e-5), ("update", 1e-6)):
+                rows.append({"rank": 0, "worker": w, "kind": kind, "sim_id": 2 * i + w, "t_start": t,
+                             "t_end": t + d})
+                t += d + 2e-6
+            t += 5e-7 - 2e-6
+    assert package_gap(pd.DataFrame(rows)) == pytest.approx(5e-7, rel=1e-3)
