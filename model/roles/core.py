@@ -90,6 +90,8 @@ _FIELDS = [
     "n_rows_in", "q_head", "q_len", "h_head", "h_len", "n_free", "root_slot", "since_merge", "sync_seq",
     "job_rows", "job_dup", "job_flush", "job_flush_all", "job_dup_rows", "job_sync_rows", "job_dropped",
     "need", "need_size", "log_n", "rx_n", "pend", "jobs", "jobs_launched", "root_owner", "rng_draws", "n_waiting",
+    # hybrid: merging between groups
+    "merging", "n_merged", "n_mpeers", "export_due", "final_merge", "n_kept",
 ]
 CST = np.dtype([(f, _I) for f in _FIELDS] + [("balance_limit", "<f8"), ("switch_margin", "<f8"),
                                              ("root_hash", "<u8"), ("root_pos", "<u8")])
@@ -172,6 +174,15 @@ class Arrays(NamedTuple):
     log_sim: np.ndarray   # int64[L]       counter at its start and end (model/cycles.py)
     log_t0: np.ndarray    # int64[L]
     log_t1: np.ndarray    # int64[L]
+    # hybrid's merged nodes (Nm of them; none for the other algorithms), shared with the other groups
+    mhash: np.ndarray     # uint64[Nm]     their hashes, sorted
+    mslot: np.ndarray     # int64[Nm]      ... their table slots
+    mrow: np.ndarray      # int64[Nm]      ... and duplicated rows
+    mpeers: np.ndarray    # int64[Q]       the other groups' search ranks (global), where MERGEs go
+    macc_n: np.ndarray    # int64[Nm, C+1, 2]    this rank's own increments flushed since the last MERGE: visits
+    macc_w: np.ndarray    # float64[Nm, C+1, 2]  and values (n, an; w, aw) of the node (0) and each child (1 + idx)
+    mtouch: np.ndarray    # int64[Nm]      1: the node has increments in macc
+    mout: np.ndarray      # STAT[Nm (C+1)] a MERGE's rows
 
 
 # the arrays with one row per simulation slot (growing the pool grows these; free, q, held and to_dup are
@@ -420,14 +431,13 @@ def _send_steps(c, kind, dst_local, slot):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _send_rows(c, kind, dst, rows, n, part):
-    """A sync job's rows (part 0: its DUP snapshot, 1: its increments) in records of ROWS_PER_RECORD at most
-    (rows are additive: a node's rows may be split between records); aux numbers them per rank, dim is the
-    first row's index in the part."""
-    cs = c.cs[0]
+def _send_rows(c, kind, dst, rows, n, aux):
+    """Rows (a sync job's DUP snapshot or increments, a MERGE) in records of ROWS_PER_RECORD at most (rows are
+    additive: a node's rows may be split between records); aux numbers the parts a rank sends (a sync job's:
+    2 sync_seq + 0 for its snapshot, + 1 for its increments), dim is the first row's index in the part."""
     for a in range(0, n, ROWS_PER_RECORD):
         k = min(ROWS_PER_RECORD, n - a)
-        off = _open(c, dst, kind, -1, 0, 0.0, k, 0, 2 * cs.sync_seq + part, a)
+        off = _open(c, dst, kind, -1, 0, 0.0, k, 0, aux, a)
         copy_to(body_rows(c.ob[dst], off, 0, False, k), rows[a:a + k])
 
 
@@ -641,8 +651,22 @@ def _update_done(c, slot, origin_done):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _after_done(c, k):
-    """k more of this rank's simulations completed: root parallelisation's merge period."""
+    """k more of this rank's simulations completed: root parallelisation's merge period, or hybrid's (the
+    merged nodes' increments are flushed, and sent to the other groups when that sync job is done)."""
     cs = c.cs[0]
+    if cs.merging:
+        cs.since_merge += k
+        if cs.since_merge >= cs.merge_every and cs.stopped == 0:
+            cs.since_merge -= cs.merge_every  # a chaining package may pass it by several
+            cs.export_due = 1
+            for i in range(cs.n_merged):
+                r = c.mrow[i]
+                if c.flush_mark[r] == 0:
+                    c.flush_mark[r] = 1
+                    c.to_flush[cs.n_to_flush] = r
+                    cs.n_to_flush += 1
+            _kick(c)
+        return
     if cs.merge_every <= 0 or cs.M <= 1:
         return
     cs.since_merge += k
@@ -1153,6 +1177,10 @@ def _sync_done(c):
         d = c.peers[i]
         if c.ob.shape[1] - c.ob_used[d] < want + msg_bound(c):
             return _need(cs, N_OUTBOX, want + msg_bound(c))
+    if cs.merging:
+        r = _merge_room(c, ns)
+        if r != OK:
+            return r
     cs.outstanding -= 1
     c.cnt[C_DROPPED] += cs.job_dropped
     if nd or ns:
@@ -1164,11 +1192,16 @@ def _sync_done(c):
                 nodes += 1
         c.cnt[C_DUPS] += nodes
         for i in range(cs.n_peers):
-            _send_rows(c, cs.dup_kind, c.peers[i], c.srows, nd, 0)
+            _send_rows(c, cs.dup_kind, c.peers[i], c.srows, nd, 2 * cs.sync_seq)
     if ns:
         c.cnt[C_SYNC_ROWS] += ns
         for i in range(cs.n_peers):
-            _send_rows(c, cs.sync_kind, c.peers[i], c.srows[nd:], ns, 1)
+            _send_rows(c, cs.sync_kind, c.peers[i], c.srows[nd:], ns, 2 * cs.sync_seq + 1)
+    if cs.merging:
+        _keep_merged(c, nd, ns)
+        if cs.export_due or cs.final_merge:
+            cs.export_due = 0
+            _export_merged(c)
     cs.sync_running = 0
     if cs.dup_running:
         cs.dup_running = 0
@@ -1182,6 +1215,95 @@ def _sync_done(c):
                 _push(c, slot, False)
     _kick(c)
     return OK
+
+
+# --- hybrid: merging between groups (model/roles/hybrid.py) ---------------------------------------------------------
+@njit(cache=True, nogil=True, _nrt=False)
+def _merged_index(c, h):
+    """The index of node h among the merged nodes (c.mhash is sorted), -1 if it is not one."""
+    lo, hi = 0, c.cs[0].n_merged
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if c.mhash[mid] < h:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo if lo < c.cs[0].n_merged and c.mhash[lo] == h else -1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _keep_merged(c, a, n):
+    """Keep the merged nodes' rows among the sync job's SYNC rows c.srows[a:a + n] (this rank's own
+    increments: nothing it heard is ever flushed) for the next MERGE, summed per node and child."""
+    cs = c.cs[0]
+    for i in range(a, a + n):
+        h = c.srows[i].hash
+        m = _merged_index(c, h)
+        if m < 0:
+            continue
+        j = np.int64(c.srows[i].idx) + 1
+        c.macc_n[m, j, 0] += c.srows[i].n
+        c.macc_n[m, j, 1] += c.srows[i].an
+        c.macc_w[m, j, 0] += c.srows[i].w
+        c.macc_w[m, j, 1] += c.srows[i].aw
+        if c.mtouch[m] == 0:
+            c.mtouch[m] = 1
+            cs.n_kept += 1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _merge_room(c, extra):
+    """OK if every MERGE peer's outbox has room for the kept rows and `extra` more, else what to grow."""
+    cs = c.cs[0]
+    if cs.n_mpeers == 0:
+        return OK
+    n = extra
+    for m in range(cs.n_merged):
+        if c.mtouch[m]:
+            for j in range(c.macc_n.shape[1]):
+                if j == 0 or c.macc_n[m, j, 0] != 0 or c.macc_n[m, j, 1] != 0:
+                    n += 1
+    want = n * 32 + (n // ROWS_PER_RECORD + 1) * HEAD + msg_bound(c)
+    for i in range(cs.n_mpeers):
+        d = c.mpeers[i]
+        if c.ob.shape[1] - c.ob_used[d] < want:
+            return _need(cs, N_OUTBOX, want)
+    return OK
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _export_merged(c):
+    """One MERGE to every search rank of the other groups with the kept increments: each merged node's row
+    and a row for each child with any (the caller checked the room)."""
+    cs = c.cs[0]
+    if cs.n_kept == 0:
+        return
+    k = 0
+    cm = c.t.child_move
+    for m in range(cs.n_merged):
+        if c.mtouch[m] == 0:
+            continue
+        for j in range(c.macc_n.shape[1]):
+            n, an = c.macc_n[m, j, 0], c.macc_n[m, j, 1]
+            if j > 0 and n == 0 and an == 0:
+                continue
+            c.mout[k].hash = c.mhash[m]
+            c.mout[k].idx = j - 1
+            c.mout[k].move = -1 if j == 0 else cm[c.mslot[m], j - 1]
+            c.mout[k].n = n
+            c.mout[k].w = c.macc_w[m, j, 0]
+            c.mout[k].an = an
+            c.mout[k].aw = c.macc_w[m, j, 1]
+            c.macc_n[m, j, 0] = 0
+            c.macc_n[m, j, 1] = 0
+            c.macc_w[m, j, 0] = 0.0
+            c.macc_w[m, j, 1] = 0.0
+            k += 1
+        c.mtouch[m] = 0
+    cs.n_kept = 0
+    c.cnt[C_MERGES] += 1
+    for i in range(cs.n_mpeers):
+        _send_rows(c, K_MERGE, c.mpeers[i], c.mout, k, c.cnt[C_MERGES])  # numbered by export
 
 
 # --- the contract -------------------------------------------------------------------------------------------------
@@ -1681,12 +1803,19 @@ def stop(c):
 @njit(cache=True, nogil=True, _nrt=False)
 def _final_sync(c):
     cs = c.cs[0]
+    if cs.merging:
+        r = _merge_room(c, 0)
+        if r != OK:
+            return r
     cs.stopped = 1
     atomic_store(c.halt, 0, 1)
     if cs.track:
         cs.flush_all = 1
         _kick(c)
     cs.final_synced = 1
+    if cs.merging:  # what the flushes kept so far goes now, the final flush's rows when its job is done
+        cs.final_merge = 1
+        _export_merged(c)
     return OK
 
 
@@ -1705,7 +1834,8 @@ def kick(c):
 def _idle(c):
     cs = c.cs[0]
     return (cs.outstanding == 0 and cs.h_len == 0 and cs.n_rows_in == 0 and cs.n_to_flush == 0
-            and not _dup_waits(c) and cs.flush_all == 0 and not _may_start(c) and cs.n_waiting == 0)
+            and not _dup_waits(c) and cs.flush_all == 0 and not _may_start(c) and cs.n_waiting == 0
+            and not (cs.final_merge and cs.n_kept > 0))
 
 
 @njit(cache=True, nogil=True)
@@ -1787,7 +1917,16 @@ def new_arrays(t, dt, g, root, history, p, y, *, world: int, M: int, glob, peers
         srows=np.zeros(sync_rows, STAT), ob=np.zeros((world, outbox), np.uint8), ob_used=np.zeros(world, np.int64),
         ob_count=np.zeros(world, np.int64),
         rx=np.zeros((rx, 6), np.float64), log_kind=np.zeros(log, np.int8), log_sim=np.zeros(log, np.int64),
-        log_t0=np.zeros(log, np.int64), log_t1=np.zeros(log, np.int64))
+        log_t0=np.zeros(log, np.int64), log_t1=np.zeros(log, np.int64), **merged_arrays(0, 0, ()))
+
+
+def merged_arrays(n_merged: int, max_children: int, peers) -> dict[str, np.ndarray]:
+    """Arrays fields for hybrid's merged nodes (filled in when the search shares them) and its MERGE peers."""
+    C1 = int(max_children) + 1
+    return dict(mhash=np.zeros(n_merged, np.uint64), mslot=np.zeros(n_merged, np.int64),
+                mrow=np.zeros(n_merged, np.int64), mpeers=np.asarray(peers, np.int64).reshape(-1),
+                macc_n=np.zeros((n_merged, C1, 2), np.int64), macc_w=np.zeros((n_merged, C1, 2), np.float64),
+                mtouch=np.zeros(n_merged, np.int64), mout=np.zeros(n_merged * C1, STAT))
 
 
 def new_scratch(g, rave: bool, log: int = 0) -> Scratch:

@@ -9,28 +9,29 @@ Between groups the search is root-parallel, as in root.py. The "merged nodes", t
 `merge_depth` moves below the root (found by playing every legal move from the root), are shared by every
 search rank of every group from the start, the way treesplit shares the root: stored, expanded, zeroed
 and given delta counters (dup.py). Inside a group their increments travel as treesplit's SYNCs. Each rank
-also keeps the rows of merged nodes its SYNC flushes carry (its own increments, nothing it heard); every
-`merge_every` of its own simulations it flushes the merged nodes and, when that is done, sends what it
-kept in one MERGE to every search rank of the other groups, which add it to their tables (never to their
-deltas, so nothing echoes). After the final synchronisation every search rank holds the same merged
+also keeps the rows of merged nodes its SYNC flushes carry (its own increments, nothing it heard), summed;
+every `merge_every` of its own simulations it flushes the merged nodes and, when that is done, sends what
+it kept in one MERGE to every search rank of the other groups, which add it to their tables (never to their
+deltas, so nothing echoes). The core's kernels do all of it (model/roles/core.py, "hybrid"), so the engine
+runs a hybrid rank in batches like any treesplit rank. After the final synchronisation every search rank holds the same merged
 nodes, the root included: the sum over all groups. Below them each group grows its own tree.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 import numpy as np
 
 from model import game
 from model.errors import ConfigError
 from model.ownership import owner
-from model.roles.base import SYNC, Actions, Layout, Package, Role, RoleStats, Setup
+from model.roles.base import Actions, Layout, Package, Role, RoleStats, Setup
 from model.roles.broadcast import TreesplitBroadcast
+from model.roles.core import merged_arrays
 from model.roles.dup import new_dup_table, share_root
 from model.roles.invariants import treesplit_problems
-from model.roles.messages import CODE, MERGE, Message, Stats, merge_stats
+from model.roles.messages import CODE, MERGE, Message
 from model.roles.params import HybridParams
 from model.roles.steps import Y_NDUP, Y_TRACK
 from model.roles.treesplit import TreesplitSearch
@@ -188,15 +189,8 @@ class HybridSearch(TreesplitSearch):
         self.layout = groups.layout
         self._set(accept=int(self.a.cs[0]["accept"]) | (1 << CODE[MERGE]))
         self.merging = G > 1
-        self.since_merge = 0
         self.chain = min(self.chain, self.hparams.merge_every)  # no package finishes more than a merge period
-        self.export_due = False
-        self.final = False
-        self.kept: list[np.ndarray] = []
-        self.merge_sent = 0
-        self.merges = 0
         self.merged = np.zeros(0, np.uint64)
-        self.merged_rows: list[int] = []
         self.peers = [r for h in range(G) if h != group for r in groups.search(h)]
         if self.merging:
             if self.M == 1:  # a one-rank group: deltas for the merged nodes only, nothing else to duplicate
@@ -208,21 +202,21 @@ class HybridSearch(TreesplitSearch):
             self.positions = merged_positions(setup.g, np.asarray(setup.root), self.hparams.merge_depth,
                                               self.hparams.dup_rows)
             self.merged = np.sort(np.array([h for h, _ in self.positions], np.uint64))
+            self._use(self.a._replace(**merged_arrays(len(self.merged), self.t.child_move.shape[1], self.peers)))
+            self.a.mhash[:] = self.merged
+            self._set(merging=1, merge_every=self.hparams.merge_every, n_merged=len(self.merged),
+                      n_mpeers=len(self.peers))
 
     @property
     def inner(self) -> "HybridSearch":
         """The group's view of this rank (hybrid_problems reads group-local rank numbers through lrank)."""
         return self
 
-    def batchable(self) -> bool:
-        return not self.merging  # the merges between groups are decided here, package by package
-
     # --- merging between groups -----------------------------------------------------------------------------
     def _share_merged(self) -> None:
         """Store, expand, zero and share the merged nodes (start() has begun the search)."""
         t, dt, g = self.t, self.dt, self.g
         buf = np.empty(self.n_actions, np.int64)
-        self.merged_rows = []
         for h, s in self.positions:
             slot, _ = lookup(t, h, True)
             if slot == 0:
@@ -237,73 +231,15 @@ class HybridSearch(TreesplitSearch):
                     expand(t, g, s.copy(), slot, buf)
                 if not share_root(t, dt, slot, h):
                     raise ConfigError("dup_rows: too few rows for the merged nodes")
-            self.merged_rows.append(int(dt.row_of[slot]))
-
-    def _keep(self, sync_rows) -> None:
-        if sync_rows is not None and len(sync_rows):
-            mine = np.isin(sync_rows["hash"], self.merged)
-            if mine.any():
-                self.kept.append(sync_rows[mine].copy())
-
-    def _export(self, out: Actions) -> None:
-        if not self.kept:
-            return
-        rows = merge_stats(np.concatenate(self.kept)) if len(self.kept) > 1 else self.kept[0]
-        self.kept = []
-        payload = Stats(rows)
-        self.merges += 1
-        for dst in self.peers:
-            self.merge_sent += 1
-            out.msgs.append(Message(MERGE, self.rank, dst, payload))
+            m = int(np.searchsorted(self.merged, np.uint64(h)))
+            self.a.mslot[m] = slot
+            self.a.mrow[m] = int(dt.row_of[slot])
 
     def start(self) -> Actions:
         out = super().start()
         if self.merging:
             self._share_merged()
         return out
-
-    def on_work_done(self, pkg: Package, result) -> Actions:
-        if pkg.kind == SYNC and self.merging:
-            cs = self.a.cs[0]
-            nd, ns = int(cs["job_dup_rows"]), int(cs["job_sync_rows"])
-            self._keep(self.a.srows[nd:nd + ns])
-        done = self.done
-        out = super().on_work_done(pkg, result)
-        if not self.merging:
-            return out
-        if pkg.kind == SYNC and (self.export_due or self.final):
-            self.export_due = False
-            self._export(out)
-        self.since_merge += self.done - done
-        if self.since_merge >= self.hparams.merge_every and not self.stopped:
-            self.since_merge -= self.hparams.merge_every  # a chaining package may pass it by several
-            self.export_due = True  # sent once the merged nodes' increments are flushed
-            self.flush(self.merged_rows)
-            out.extend(self._actions())
-        return out
-
-    def final_sync(self) -> Actions:
-        self.final = True
-        out = super().final_sync()  # flushes every delta; its rows go to the other groups when it is done
-        if self.merging:
-            self._export(out)
-        return out
-
-    def idle(self) -> bool:
-        return super().idle() and not (self.final and self.kept)
-
-    @property
-    def counts(self) -> dict:
-        c = super().counts
-        c["merges"] = self.merges
-        return c
-
-    @property
-    def sent(self) -> dict:
-        s = super().sent
-        if self.merge_sent:
-            s[MERGE] += self.merge_sent
-        return s
 
     def stats(self) -> RoleStats:
         st = super().stats()
@@ -352,7 +288,7 @@ def hybrid_problems(roles, messages=None) -> list[str]:
             msgs = []
             for m in messages:
                 if m.kind == MERGE and groups.group(m.dst) == grp:
-                    msgs.append(Message(MERGE, -1, groups.local(m.dst), m.payload))
+                    msgs.append(Message(MERGE, -1 - m.src, groups.local(m.dst), m.payload))  # from outside, per sender
                 elif m.kind != MERGE and groups.group(m.src) == grp:
                     msgs.append(Message(m.kind, groups.local(m.src), groups.local(m.dst), m.payload))
         for p in treesplit_problems(search, msgs, everyone, between=(MERGE,)):
