@@ -80,12 +80,22 @@ def package_gap(pk, idle: float = 1e-2) -> float | None:
         return None
     gaps = []
     for _, d in pk.groupby(["rank", "worker"], sort=True):
-        d = d.sort_values("t_start")
-        a, b = d["t_end"].to_numpy()[:-1], d["t_start"].to_numpy()[1:]
-        gap = (b - a)[_handovers(d, a, b)]
-        gaps.append(gap[gap < idle])
+        a, b = _gaps(d, handovers=True)
+        gaps.append(b - a)
     gap = np.concatenate(gaps)
+    gap = gap[gap < idle]
     return float(np.mean(gap)) if len(gap) >= MIN_SAMPLES else None
+
+
+def _gaps(d, handovers: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(gap starts, gap ends) between the consecutive packages of d (one worker's or one rank's); handovers:
+    only those before another package begins (_handovers)."""
+    d = d.sort_values("t_start")
+    a, b = d["t_end"].to_numpy()[:-1], d["t_start"].to_numpy()[1:]
+    if handovers:
+        new = _handovers(d, a, b)
+        a, b = a[new], b[new]
+    return a, b
 
 
 def _handovers(d, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -112,12 +122,7 @@ def rank_gaps(pk, ranks: int | None = None, handovers: bool = False) -> list[tup
     for r, d in pk.groupby("rank", sort=True):
         if ranks is not None and int(r) >= ranks:
             continue
-        d = d.sort_values("t_start")
-        a, b = d["t_end"].to_numpy()[:-1], d["t_start"].to_numpy()[1:]
-        if handovers:
-            new = _handovers(d, a, b)
-            a, b = a[new], b[new]
-        out.append((int(r), a, b))
+        out.append((int(r), *_gaps(d, handovers)))
     return out
 
 

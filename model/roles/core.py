@@ -618,6 +618,15 @@ def _update(c, slot):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
+def _flush_due(c, row):
+    """The duplicated row's deltas go out at the next sync job (once, however often it is asked for)."""
+    if c.flush_mark[row] == 0:
+        c.flush_mark[row] = 1
+        c.to_flush[c.cs[0].n_to_flush] = row
+        c.cs[0].n_to_flush += 1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def _update_done(c, slot, origin_done):
     cs = c.cs[0]
     s = c.sims[slot]
@@ -625,11 +634,7 @@ def _update_done(c, slot, origin_done):
         c.cnt[C_MISSING] += s.missing
     c.cnt[C_UPDATES] += 1
     for i in range(s.ns):
-        row = c.osync[slot, i]
-        if c.flush_mark[row] == 0:
-            c.flush_mark[row] = 1
-            c.to_flush[cs.n_to_flush] = row
-            cs.n_to_flush += 1
+        _flush_due(c, c.osync[slot, i])
     for i in range(s.nd):
         x = c.odup[slot, i]
         new = True
@@ -660,11 +665,7 @@ def _after_done(c, k):
             cs.since_merge -= cs.merge_every  # a chaining package may pass it by several
             cs.export_due = 1
             for i in range(cs.n_merged):
-                r = c.mrow[i]
-                if c.flush_mark[r] == 0:
-                    c.flush_mark[r] = 1
-                    c.to_flush[cs.n_to_flush] = r
-                    cs.n_to_flush += 1
+                _flush_due(c, c.mrow[i])
             _kick(c)
         return
     if cs.merge_every <= 0 or cs.M <= 1:
@@ -1177,7 +1178,7 @@ def _sync_done(c):
         d = c.peers[i]
         if c.ob.shape[1] - c.ob_used[d] < want + msg_bound(c):
             return _need(cs, N_OUTBOX, want + msg_bound(c))
-    if cs.merging:
+    if cs.merging and (cs.export_due or cs.final_merge):
         r = _merge_room(c, ns)
         if r != OK:
             return r

@@ -13,8 +13,8 @@ also keeps the rows of merged nodes its SYNC flushes carry (its own increments, 
 every `merge_every` of its own simulations it flushes the merged nodes and, when that is done, sends what
 it kept in one MERGE to every search rank of the other groups, which add it to their tables (never to their
 deltas, so nothing echoes). The core's kernels do all of it (model/roles/core.py, "hybrid"), so the engine
-runs a hybrid rank in batches like any treesplit rank. After the final synchronisation every search rank holds the same merged
-nodes, the root included: the sum over all groups. Below them each group grows its own tree.
+runs a hybrid rank in batches like any treesplit rank. After the final synchronisation every search rank holds
+the same merged nodes, the root included: the sum over all groups. Below them each group grows its own tree.
 """
 
 from __future__ import annotations

@@ -202,17 +202,6 @@ class TreesplitSearch(Role):
 
         return Counter(self._by_kind(self.a.received))
 
-    def flush(self, rows) -> None:
-        """Send the deltas of these duplicated rows at the next sync job (hybrid's merged nodes)."""
-        c = self.a
-        cs = c.cs[0]
-        for r in rows:
-            if c.flush_mark[r] == 0:
-                c.flush_mark[r] = 1
-                c.to_flush[int(cs["n_to_flush"])] = r
-                cs["n_to_flush"] += 1
-        self._call("kick")
-
     def _replace_dup_table(self, dt) -> None:
         n = int(dt.ready.shape[0])
         self._use(self.a._replace(dt=dt, to_flush=np.zeros(n, np.int64), flush_mark=np.zeros(n, np.int64),
