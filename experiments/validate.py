@@ -50,6 +50,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 from engine.benchmarks.parallel import _run_shared
 from engine.machine import machine_description
 from engine.mpi import DistributedConfig, run_distributed
@@ -61,7 +63,7 @@ from model.algorithms import DISTRIBUTED
 from model.config import check
 from model.errors import UserError
 from sim.calibrate import calibrate, fused, probe_factor, run_pingpong
-from sim.profile import load_profile
+from sim.profile import SIM_KINDS, load_profile
 from sim.simulate import SimConfig, simulate
 
 FIGURES = ("sims_per_s", "messages_per_sim", "bytes_per_sim", "hops_per_sim", "busy_frac")
@@ -311,17 +313,48 @@ def calibrate_kernel(board: int, seconds: float, game: str = "go") -> float:
     return float(measure_shared(Case("sequential", board, game=game), seconds)["sims_per_s"])
 
 
-def board_scale(ref: Case, case: Case, case_rate: float | None = None, seconds: float = KERNEL_CALIBRATION_S
-                ) -> float:
-    """What a simulation's packages cost on `case`'s game and board against the reference's, by which a
-    held-out prediction scales the reference profile's package costs (Profile.sim_scaled): the ratio of this
-    machine's sequential kernel time per simulation on the two, measured now (1 on the reference's own board;
-    case_rate: the case board's kernel sims/s where the caller has just measured it). A profile's costs hold
-    for the board it was calibrated on: a 19x19 playout costs ~4x a 9x9 one."""
+KERNEL_PROBE_S = 1.0  # seconds of each kernel probe (board_scale)
+MIN_PROBE_PACKAGES = 50  # a kind with fewer packages in a probe is scaled by the whole simulation's ratio
+
+
+def kernel_probe(game: str, board: int, seconds: float = KERNEL_PROBE_S, timeout: float = 120.0
+                 ) -> dict[str, float]:
+    """This machine's mean cost of each kind of a simulation's packages (SIM_KINDS) on the game and board, and
+    `simulation`: all of them per playout. A traced treesplit search on one rank of one thread, a run of its
+    own (never a measured case's): the engine's own package costs there, which a sequential search's rate
+    cannot split by kind."""
+    with tempfile.TemporaryDirectory(prefix="treesplit-probe-") as tmp:
+        measure_mpi(Case("treesplit", board, 1, 1, game=game), seconds, str(Path(tmp) / "t"), {}, timeout)
+        pk = read_trace(str(Path(tmp) / "t")).packages
+    dur = (pk["t_end"] - pk["t_start"]).to_numpy()
+    kinds = pk["kind"].astype(str).to_numpy()
+    playouts = int((kinds == "playout").sum())
+    if playouts == 0:
+        raise UserError(f"kernel probe on {game} {board}x{board}: the traced run played nothing out")
+    out = {k: float(dur[kinds == k].mean()) for k in SIM_KINDS if (kinds == k).sum() >= MIN_PROBE_PACKAGES}
+    out["simulation"] = float(dur[np.isin(kinds, SIM_KINDS)].sum()) / playouts
+    return out
+
+
+def board_scale(ref: Case, case: Case, seconds: float = KERNEL_PROBE_S) -> dict[str, float]:
+    """What each kind of a simulation's packages costs on `case`'s game and board against the reference's, by
+    which a held-out prediction scales the reference profile's package costs (Profile.sim_scaled): the ratio
+    of kernel probes on the two (kernel_probe), measured now, one after the other; a kind a probe has too few
+    of takes the whole simulation's ratio. Empty on the reference's own board. A profile's costs hold for the
+    board it was calibrated on, and not in one proportion: at 19x19 against 9x9 a playout costs ~4.3x, the
+    tree's packages 1.7-2.9x, where the whole sequential simulation costs ~3.7x."""
     if (case.game, case.board) == (ref.game, ref.board):
-        return 1.0
-    here = case_rate if case_rate is not None else calibrate_kernel(case.board, seconds, case.game)
-    return calibrate_kernel(ref.board, seconds, ref.game) / here
+        return {}
+    there = kernel_probe(ref.game, ref.board, seconds)
+    here = kernel_probe(case.game, case.board, seconds)
+    whole = here["simulation"] / there["simulation"]
+    return {k: (here[k] / there[k] if k in here and k in there else whole) for k in SIM_KINDS} | {"simulation": whole}
+
+
+def scale_columns(scale: dict[str, float]) -> dict[str, float]:
+    """A held-out row's board scaling: the whole simulation's (`board_scale`) and each kind's."""
+    return {"board_scale": scale.get("simulation", 1.0),
+            **{f"board_scale_{k}": scale.get(k, 1.0) for k in SIM_KINDS}}
 
 
 def case_profile(prof, case: Case):
@@ -494,7 +527,7 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
     case's traces (which only say, for a miss, which cost differs)."""
     preds, held_preds, traced_runs, runs, factors, profs, uses = [], [], [], [], [], [], []
     is_ref = case == ref_case and given is None
-    scale = board_scale(ref_case, case) if given is None else 1.0
+    scale = board_scale(ref_case, case) if given is None else {}
     for k in range(cfg.run_repeats):
         trace = str(Path(tmp) / f"t{i}-{k}")
         if given is None:
@@ -526,7 +559,7 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
         held_row = row(case, meas, _median(held_preds), in_sample=False, calibrated_on=ref_label)
         held_row["sims_per_s_spread"] = spread
         held_row["cpu_share"] = share
-        held_row["board_scale"] = scale
+        held_row.update(scale_columns(scale))
         held_row["wrong_cost"] = (ho.wrong_cost(held_row, ho.median_usage(uses), profs[0] if profs else None,
                                                 ref_profiles[0].sim_scaled(scale)) if given is None else "")
         held_row["wrong_cost"] = ho.with_load(held_row["wrong_cost"], share)
@@ -564,11 +597,11 @@ def _shared_case(case: Case, cfg: ValidateConfig, given, board_prof: dict, model
     # which a calibration made once per board carried into the tree prediction
     calibrated = calibrate_kernel(case.board, KERNEL_CALIBRATION_S) if given is None else None
     meas = measure_shared(case, cfg.run_seconds)
-    scale = board_scale(ref_case, case, calibrated) if given is None else 1.0
+    scale = board_scale(ref_case, case) if given is None else {}
     refs = [given] if given is not None else [p.sim_scaled(scale) for p in ref_profiles]
     held = _median([predict(case, p, meas["seconds"], 0, {}, seed=0) for p in refs])
     held_row = row(case, meas, held, ("sims_per_s",), in_sample=False, calibrated_on=ref_label)
-    held_row["board_scale"] = scale
+    held_row.update(scale_columns(scale))
     held_row["wrong_cost"] = ho.sequential_cost(held_row, calibrated, refs[0])
     if given is not None:
         return held_row, None

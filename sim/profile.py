@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,11 +162,14 @@ class Profile:
         trace shows them so on ranks of several workers; calibrate divides it out)."""
         return self.sim_scaled(self.node.sharing_factor())
 
-    def sim_scaled(self, f: float) -> "Profile":
-        """The profile with a simulation's package costs (SIM_KINDS) scaled by f."""
-        if f == 1.0:
+    def sim_scaled(self, f: "float | Mapping[str, float]") -> "Profile":
+        """The profile with a simulation's package costs (SIM_KINDS) scaled by f: one factor for all, or one
+        per kind (a kind the mapping lacks keeps its cost)."""
+        per = f if isinstance(f, Mapping) else {k: f for k in SIM_KINDS}
+        if all(per.get(k, 1.0) == 1.0 for k in SIM_KINDS):
             return self
-        return dataclasses.replace(self, costs={k: d.scaled(f) if k in SIM_KINDS else d for k, d in self.costs.items()})
+        return dataclasses.replace(self, costs={k: d.scaled(per[k]) if k in SIM_KINDS and k in per else d
+                                                for k, d in self.costs.items()})
 
     def with_overrides(self, pairs: dict[str, str]) -> "Profile":
         """A copy with some fields replaced, by dotted name: network.latency=2e-6, costs.playout.median=1e-3."""

@@ -273,30 +273,51 @@ def test_cli_traces_bad_input(run_cli, tmp_path):
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
-def test_a_held_out_row_on_another_board_scales_the_reference_costs_by_the_kernels_time_there(monkeypatch):
-    """The reference profile's costs hold for its own board: another board's held-out row takes them scaled by
-    this machine's sequential kernel time per simulation there against the reference board's (measured), and
-    the reference's own board is not measured at all."""
+def test_a_held_out_row_on_another_board_scales_each_reference_cost_by_its_own_kernel_ratio(monkeypatch):
+    """The reference profile's costs hold for its own board: another board's held-out row takes each kind of
+    package cost scaled by that kind's probed cost there against the reference board's (a kind a probe lacks:
+    the whole simulation's ratio), and the reference's own board is not probed at all."""
     import experiments.validate as v
     from sim.profile import SIM_KINDS, load_profile
 
-    rates = {("go", 9): 60000.0, ("go", 19): 15000.0, ("loa", 8): 30000.0}
+    probes = {("go", 9): {"select": 2e-6, "expand": 1e-6, "playout": 10e-6, "update": 2e-6, "simulation": 15e-6},
+              ("go", 19): {"select": 4e-6, "expand": 2e-6, "playout": 43e-6, "update": 6e-6, "simulation": 55e-6},
+              ("loa", 8): {"select": 3e-6, "playout": 20e-6, "update": 2e-6, "simulation": 30e-6}}
     asked = []
 
-    def kernel(board, seconds, game="go"):
+    def probe(game, board, seconds=1.0, timeout=120.0):
         asked.append((game, board))
-        return rates[(game, board)]
+        return probes[(game, board)]
 
-    monkeypatch.setattr(v, "calibrate_kernel", kernel)
+    monkeypatch.setattr(v, "kernel_probe", probe)
     ref = v.Case("treesplit", 9, 2, 1)
-    assert v.board_scale(ref, v.Case("tds", 9, 2, 1)) == 1.0 and asked == []
-    assert v.board_scale(ref, v.Case("treesplit", 19, 2, 1)) == pytest.approx(4.0)
-    assert v.board_scale(ref, v.Case("treesplit", 8, 2, 1, game="loa")) == pytest.approx(2.0)
-    asked.clear()  # a case board's rate its caller has just measured is not measured again
-    assert v.board_scale(ref, v.Case("sequential", 19), case_rate=20000.0) == pytest.approx(3.0)
-    assert asked == [("go", 9)]
+    assert v.board_scale(ref, v.Case("tds", 9, 2, 1)) == {} and asked == []
+    go19 = v.board_scale(ref, v.Case("treesplit", 19, 2, 1))
+    assert go19 == pytest.approx({"select": 2.0, "expand": 2.0, "playout": 4.3, "update": 3.0,
+                                  "simulation": 55 / 15})
+    assert asked == [("go", 9), ("go", 19)]
+    loa = v.board_scale(ref, v.Case("treesplit", 8, 2, 1, game="loa"))
+    assert loa["expand"] == pytest.approx(2.0) and loa["playout"] == pytest.approx(2.0)  # no expand: 30 / 15
+    assert v.scale_columns(go19)["board_scale_playout"] == pytest.approx(4.3)
+    assert v.scale_columns({})["board_scale"] == 1.0
     prof = load_profile("local")
-    scaled = prof.sim_scaled(4.0)
+    scaled = prof.sim_scaled(go19)
     for k, d in prof.costs.items():
-        assert scaled.costs[k].mean == pytest.approx(d.mean * (4.0 if k in SIM_KINDS else 1.0))
-    assert scaled.network == prof.network and scaled.io == prof.io and prof.sim_scaled(1.0) is prof
+        assert scaled.costs[k].mean == pytest.approx(d.mean * (go19[k] if k in SIM_KINDS else 1.0))
+    assert scaled.network == prof.network and scaled.io == prof.io and prof.sim_scaled({}) is prof
+    assert prof.sim_scaled(4.0).costs["playout"].mean == pytest.approx(4.0 * prof.costs["playout"].mean)
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(180)
+def test_a_kernel_probe_gives_each_kind_of_package_its_cost_on_that_board():
+    """A kernel probe is a traced run of its own on the board: every kind of a simulation's package has a mean
+    cost there, they add up to the simulation's, and a 19x19 playout costs more than a 9x9 one."""
+    import experiments.validate as v
+    from sim.profile import SIM_KINDS
+
+    small, big = v.kernel_probe("go", 9, 0.3), v.kernel_probe("go", 19, 0.3)
+    for p in (small, big):
+        assert set(SIM_KINDS) <= set(p) and all(p[k] > 0 for k in p)
+        assert p["simulation"] >= p["playout"]
+    assert big["playout"] > 1.5 * small["playout"]
