@@ -341,8 +341,8 @@ def board_scale(ref: Case, case: Case, seconds: float = KERNEL_PROBE_S) -> dict[
     which a held-out prediction scales the reference profile's package costs (Profile.sim_scaled): the ratio
     of kernel probes on the two (kernel_probe), measured now, one after the other; a kind a probe has too few
     of takes the whole simulation's ratio. Empty on the reference's own board. A profile's costs hold for the
-    board it was calibrated on, and not in one proportion: at 19x19 against 9x9 a playout costs ~4.3x, the
-    tree's packages 1.7-2.9x, where the whole sequential simulation costs ~3.7x."""
+    board it was calibrated on, and not in one proportion: at 19x19 against 9x9 a playout costs ~4.2x, the
+    tree's packages 1.9-3.1x, where the whole sequential simulation costs ~3.7x."""
     if (case.game, case.board) == (ref.game, ref.board):
         return {}
     there = kernel_probe(ref.game, ref.board, seconds)
