@@ -157,6 +157,9 @@ class TraceWriter:
         if meta is not None:
             write_meta(self.dir, meta)
         self.closed = False
+        # pyarrow imports pandas at its first array conversion (~0.4 s): here, before a rank's search starts,
+        # not at its first rows (a traced rank stood still for that long early in its run)
+        pa.array([0], pa.int64())
 
     def package(self, t_start: float, t_end: float, rank: int, worker: int, kind: str, sim_id: int = -1) -> None:
         self.tables["packages"].append((t_start, t_end, rank, worker, kind, sim_id))

@@ -336,25 +336,45 @@ def kernel_probe(game: str, board: int, seconds: float = KERNEL_PROBE_S, timeout
     return out
 
 
-def board_scale(ref: Case, case: Case, seconds: float = KERNEL_PROBE_S) -> dict[str, float]:
+def board_scale(ref: Case, case: Case, seconds: float = KERNEL_PROBE_S, there: dict[str, float] | None = None
+                ) -> dict[str, float]:
     """What each kind of a simulation's packages costs on `case`'s game and board against the reference's, by
     which a held-out prediction scales the reference profile's package costs (Profile.sim_scaled): the ratio
-    of kernel probes on the two (kernel_probe), measured now, one after the other; a kind a probe has too few
-    of takes the whole simulation's ratio. Empty on the reference's own board. A profile's costs hold for the
-    board it was calibrated on, and not in one proportion: at 19x19 against 9x9 a playout costs ~4.2x, the
-    tree's packages 1.9-3.1x, where the whole sequential simulation costs ~3.7x."""
+    of kernel probes on the two (kernel_probe), measured now, one after the other (`there`: the reference
+    board's, if already probed now); a kind a probe has too few of takes the whole simulation's ratio. Empty
+    on the reference's own board. A profile's costs hold for the board it was calibrated on, and not in one
+    proportion: at 19x19 against 9x9 a playout costs ~4.2x, the tree's packages 1.9-3.1x, where the whole
+    sequential simulation costs ~3.7x."""
     if (case.game, case.board) == (ref.game, ref.board):
         return {}
-    there = kernel_probe(ref.game, ref.board, seconds)
+    there = there or kernel_probe(ref.game, ref.board, seconds)
     here = kernel_probe(case.game, case.board, seconds)
     whole = here["simulation"] / there["simulation"]
     return {k: (here[k] / there[k] if k in here and k in there else whole) for k in SIM_KINDS} | {"simulation": whole}
 
 
-def scale_columns(scale: dict[str, float]) -> dict[str, float]:
-    """A held-out row's board scaling: the whole simulation's (`board_scale`) and each kind's."""
+def held_out_scale(ref: Case, case: Case, at_calibration: dict[str, float], seconds: float = KERNEL_PROBE_S
+                   ) -> tuple[dict[str, float], float]:
+    """(board_scale, drift) of a held-out case, probed right before it: `drift` is how much more a simulation
+    costs on the reference's board now than when the reference was calibrated (the reference board's kernel
+    probe now against `at_calibration`, made right before the reference's runs). This VM's speed drifts by
+    20-40% between minutes, and a profile calibrated in one minute carries that minute's speed into every
+    prediction made with it; the held-out prediction scales the reference's package costs by both
+    (cost_factors), so that it tests the model's transfer to another configuration, not the VM's minute."""
+    now = kernel_probe(ref.game, ref.board, seconds)
+    return board_scale(ref, case, seconds, there=now), now["simulation"] / at_calibration["simulation"]
+
+
+def cost_factors(scale: dict[str, float], drift: float) -> dict[str, float]:
+    """Per kind of a simulation's package, what a held-out prediction scales the reference profile's cost by."""
+    return {k: scale.get(k, 1.0) * drift for k in SIM_KINDS}
+
+
+def scale_columns(scale: dict[str, float], drift: float = 1.0) -> dict[str, float]:
+    """A held-out row's scaling of the reference's costs: the board's, for the whole simulation (`board_scale`)
+    and each kind, and the machine's drift since the reference's calibration (`drift`)."""
     return {"board_scale": scale.get("simulation", 1.0),
-            **{f"board_scale_{k}": scale.get(k, 1.0) for k in SIM_KINDS}}
+            **{f"board_scale_{k}": scale.get(k, 1.0) for k in SIM_KINDS}, "drift": drift}
 
 
 def case_profile(prof, case: Case):
@@ -458,6 +478,9 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
             f"sharing the tree costs {100 * share:.1f}% per other thread (tree_share, in-sample rows only)")
     held: list[dict[str, Any]] = []
     own: list[dict[str, Any]] = []
+    # the reference board's kernel costs as the reference is calibrated (right before its runs, which come
+    # first): what each held-out case's drift is measured against (held_out_scale)
+    ref_probe = kernel_probe(ref_case.game, ref_case.board) if given is None else {}
     ref_profiles: list[Any] = []  # one per repeat of the reference configuration: nothing else calibrates them
     failed: list[dict[str, str]] = []  # configurations whose engine run failed: named, not compared
     with tempfile.TemporaryDirectory(prefix="treesplit-validate-") as tmp:
@@ -472,7 +495,7 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
             if case.mpi:
                 try:
                     held_row, own_row, prof = _mpi_case(case, i, cfg, tmp, given, pp, base, share, ref_case,
-                                                        ref_profiles, ref_label)
+                                                        ref_profiles, ref_label, ref_probe)
                 except UserError as e:
                     # the reference calibrates everything else: without it there is nothing to predict with
                     if case == ref_case and given is None:
@@ -484,7 +507,7 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
                 board_prof.setdefault((case.game, case.board), prof)
             else:
                 held_row, own_row = _shared_case(case, cfg, given, board_prof, modelled_seq, ref_profiles,
-                                                 ref_label, ref_case)
+                                                 ref_label, ref_case, ref_probe)
             if held_row is not None:
                 held.append(held_row)
             if own_row is not None:
@@ -516,7 +539,8 @@ REFERENCE_PROFILE = "_reference_profile"
 
 
 def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base, share, ref_case: Case,
-              ref_profiles: list, ref_label: str) -> tuple[dict | None, dict | None, Any]:
+              ref_profiles: list, ref_label: str, ref_probe: dict[str, float]
+              ) -> tuple[dict | None, dict | None, Any]:
     """(held-out row, in-sample row, the first profile calibrated on this case) of an MPI configuration.
 
     Each repeat is a traced run that only calibrates and an untraced run that is measured, one after the other:
@@ -527,7 +551,8 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
     case's traces (which only say, for a miss, which cost differs)."""
     preds, held_preds, traced_runs, runs, factors, profs, uses = [], [], [], [], [], [], []
     is_ref = case == ref_case and given is None
-    scale = board_scale(ref_case, case) if given is None else {}
+    scale, drift = held_out_scale(ref_case, case, ref_probe) if given is None and not is_ref else ({}, 1.0)
+    costs = cost_factors(scale, drift)
     for k in range(cfg.run_repeats):
         trace = str(Path(tmp) / f"t{i}-{k}")
         if given is None:
@@ -544,7 +569,7 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
                 factors.append(probe[0])
             preds.append(predict(case, prof, secs, bcast, cfg.params, seed=k))
             if not is_ref:
-                held_preds.append(predict(case, ref_profiles[k % len(ref_profiles)].sim_scaled(scale), secs, bcast,
+                held_preds.append(predict(case, ref_profiles[k % len(ref_profiles)].sim_scaled(costs), secs, bcast,
                                           cfg.params, seed=k))
         else:
             held_preds.append(predict(case, given, secs, bcast, cfg.params, seed=k))
@@ -559,9 +584,9 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
         held_row = row(case, meas, _median(held_preds), in_sample=False, calibrated_on=ref_label)
         held_row["sims_per_s_spread"] = spread
         held_row["cpu_share"] = share
-        held_row.update(scale_columns(scale))
+        held_row.update(scale_columns(scale, drift))
         held_row["wrong_cost"] = (ho.wrong_cost(held_row, ho.median_usage(uses), profs[0] if profs else None,
-                                                ref_profiles[0].sim_scaled(scale)) if given is None else "")
+                                                ref_profiles[0].sim_scaled(costs)) if given is None else "")
         held_row["wrong_cost"] = ho.with_load(held_row["wrong_cost"], share)
     if preds:
         own_row = row(case, meas, _median(preds), in_sample=True)
@@ -582,7 +607,7 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
 
 
 def _shared_case(case: Case, cfg: ValidateConfig, given, board_prof: dict, modelled_seq: dict, ref_profiles: list,
-                 ref_label: str, ref_case: Case) -> tuple[dict | None, dict | None]:
+                 ref_label: str, ref_case: Case, ref_probe: dict[str, float]) -> tuple[dict | None, dict | None]:
     """(held-out row, in-sample row) of sequential or tree. Held out: the simulator's shared-memory rate with the
     reference's package costs, nothing else. In sample: that rate scaled by this machine's sequential kernel
     speed, measured by a calibration search of its own right before (the package costs in an MPI trace include
@@ -595,13 +620,13 @@ def _shared_case(case: Case, cfg: ValidateConfig, given, board_prof: dict, model
         raise UserError(f"{case.label}: no MPI configuration on this board to calibrate from")
     # right before the measured run, for each case: this shared VM's speed drifts by 10-20% within minutes,
     # which a calibration made once per board carried into the tree prediction
+    scale, drift = held_out_scale(ref_case, case, ref_probe) if given is None else ({}, 1.0)
     calibrated = calibrate_kernel(case.board, KERNEL_CALIBRATION_S) if given is None else None
     meas = measure_shared(case, cfg.run_seconds)
-    scale = board_scale(ref_case, case) if given is None else {}
-    refs = [given] if given is not None else [p.sim_scaled(scale) for p in ref_profiles]
+    refs = [given] if given is not None else [p.sim_scaled(cost_factors(scale, drift)) for p in ref_profiles]
     held = _median([predict(case, p, meas["seconds"], 0, {}, seed=0) for p in refs])
     held_row = row(case, meas, held, ("sims_per_s",), in_sample=False, calibrated_on=ref_label)
-    held_row.update(scale_columns(scale))
+    held_row.update(scale_columns(scale, drift))
     held_row["wrong_cost"] = ho.sequential_cost(held_row, calibrated, refs[0])
     if given is not None:
         return held_row, None

@@ -97,3 +97,25 @@ def test_meta_keeps_its_start_time_machine_and_versions_across_rewrites(tmp_path
     w.close(t_end=2.5)
     last = json.loads((tmp_path / "meta.json").read_text())
     assert (last["started_at"], last["machine"], last["t_end"]) == (first["started_at"], first["machine"], 2.5)
+
+
+def test_a_trace_writers_first_rows_import_nothing(tmp_path):
+    """Whatever converting rows first loads (pyarrow imports pandas at its first array, ~0.4 s) is loaded when
+    the writer is made, before a rank's search starts, not when the rank hands it its first rows mid-run."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from engine.trace_files import TraceWriter\n"
+            f"w = TraceWriter({str(tmp_path)!r}, part='rank0')\n"
+            "before = set(sys.modules)\n"
+            "w.tables['packages'].extend({'t_start': np.zeros(3), 't_end': np.ones(3), 'rank': np.zeros(3, np.int32),"
+            " 'worker': np.zeros(3, np.int32), 'kind': np.array(['select'] * 3, dtype=object),"
+            " 'sim_id': np.arange(3)})\n"
+            "w.tables['messages'].extend({'t_send': [0.0], 't_recv': [1.0], 'src': [0], 'dst': [1], 'kind': ['MOVE'],"
+            " 'bytes': [64], 'sim_id': [0]})\n"
+            "print(sorted(set(sys.modules) - before))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

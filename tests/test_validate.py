@@ -308,6 +308,53 @@ def test_a_held_out_row_on_another_board_scales_each_reference_cost_by_its_own_k
     assert prof.sim_scaled(4.0).costs["playout"].mean == pytest.approx(4.0 * prof.costs["playout"].mean)
 
 
+def test_a_held_out_prediction_takes_the_machines_drift_since_the_reference_was_calibrated(monkeypatch):
+    """The reference board is probed as the reference is calibrated and again right before each held-out case:
+    the reference's costs are scaled by how much more a simulation costs there now (drift), times the board's
+    own ratio on another board; every held-out row says its drift, and the predictions use it."""
+    import experiments.validate as v
+    from tests.validate_helpers import fake_runs
+
+    slow = {"select": 3e-6, "expand": 1e-6, "playout": 12e-6, "update": 2e-6, "simulation": 18e-6}
+    go19 = {"select": 6e-6, "expand": 2e-6, "playout": 48e-6, "update": 6e-6, "simulation": 62e-6}
+    calls = []
+
+    def probe(game, board, seconds=1.0, timeout=120.0):
+        calls.append(board)
+        return go19 if board == 19 else slow
+    monkeypatch.setattr(v, "kernel_probe", probe)
+    ref = v.Case("treesplit", 9, 2, 1)
+    at_cal = {"select": 2e-6, "expand": 1e-6, "playout": 10e-6, "update": 2e-6, "simulation": 15e-6}
+    scale, drift = v.held_out_scale(ref, v.Case("tds", 9, 2, 1), at_cal)
+    assert scale == {} and drift == pytest.approx(1.2) and calls == [9]
+    assert v.cost_factors(scale, drift) == pytest.approx({k: 1.2 for k in ("select", "expand", "playout",
+                                                                            "update")})
+    scale, drift = v.held_out_scale(ref, v.Case("treesplit", 19, 2, 1), at_cal)
+    assert calls == [9, 9, 19] and drift == pytest.approx(1.2)
+    assert v.cost_factors(scale, drift)["playout"] == pytest.approx(4.0 * 1.2)
+    assert v.scale_columns(scale, drift)["drift"] == pytest.approx(1.2)
+
+    # in validate(): the first probe (before the reference's runs) is what each case's drift is against
+    fake_runs(monkeypatch)
+    probes = iter([at_cal] + [slow] * 50)
+    monkeypatch.setattr(v, "kernel_probe", lambda game, board, seconds=1.0, timeout=120.0: next(probes))
+    seen = []
+
+    def predict(case, prof, *a, **k):
+        seen.append((case.label, prof.name, prof.costs["playout"].mean))
+        return {**{f: 1.0 for f in v.FIGURES}, "sims_per_s": 1100.0, "wall_s": 0.0}
+    monkeypatch.setattr(v, "predict", predict)
+    res = v.validate(v.ValidateConfig(boards=(9,), quick=True, repeats=1, pingpong=False), log=lambda s: None)
+    held = [r for r in res["rows"] if not r["in_sample"]]
+    assert held and all(r["drift"] == pytest.approx(1.2) for r in held)
+    # the reference's trace (t0) calibrated its own in-sample prediction unscaled and every held-out one x 1.2
+    # (the sequential row's in-sample prediction borrows the board's first calibration, unscaled)
+    ref_playout = next(m for label, name, m in seen if label == "treesplit 2x1 9x9")
+    for r in held:
+        by_ref = {round(m / ref_playout, 6) for label, name, m in seen if label == r["config"] and "t0-" in name}
+        assert 1.2 in by_ref and by_ref <= {1.0, 1.2}, (r["config"], by_ref)
+
+
 @pytest.mark.mpi
 @pytest.mark.timeout(180)
 def test_a_kernel_probe_gives_each_kind_of_package_its_cost_on_that_board():

@@ -36,6 +36,8 @@ def fake_runs(monkeypatch) -> list[tuple[str, str]]:
     local = load_profile("local")
     monkeypatch.setattr(v, "calibrate", lambda tr, base, name, **k: dataclasses.replace(local, name=tr))
     monkeypatch.setattr(v, "probe_factor", lambda tr: (0.9, 5))
+    probe = {"select": 2e-6, "expand": 1e-6, "playout": 10e-6, "update": 2e-6, "simulation": 15e-6}
+    monkeypatch.setattr(v, "kernel_probe", lambda game, board, seconds=1.0, timeout=120.0: dict(probe))
     monkeypatch.setattr(v, "run_pingpong", lambda *a: {})
     monkeypatch.setattr(ho, "usage", lambda tr: {"playout": 1.0, "packages": 3.0, "messages": 2.0})
 
