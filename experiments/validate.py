@@ -9,8 +9,9 @@ Two tables:
   - held out (the headline): the profile is calibrated once, on the reference configuration (treesplit 2x1 on the
     first board: its traced runs, one profile per repeat, and the MPI ping-pong made at the start), and
     predicts every other configuration without refitting: other algorithms, boards, parameters, Lines of
-    Action, and sequential and tree from its package costs alone. Each row says `calibrated_on` and
-    `in_sample` false. Where a row misses, `wrong_cost` names the modelled cost the reference profile gets
+    Action, and sequential and tree from its package costs alone, each kind of package cost scaled by the
+    case's board against the reference's and by the machine's drift since the reference was calibrated
+    (held_out_scale: kernel probes, runs of their own). Each row says `calibrated_on` and `in_sample` false. Where a row misses, `wrong_cost` names the modelled cost the reference profile gets
     wrong there, from the configuration's own calibration (experiments/held_out.py). Goals: 20% on sims/s and
     busy fraction, 10% on messages, bytes and hops per simulation.
   - in sample: each MPI configuration calibrated on traced runs of its own (sim.calibrate: package costs,

@@ -447,16 +447,22 @@ def _step_rank(F, I, U, step, Mg):
 @njit(cache=True, nogil=True)
 def _lighter(F, I, UL, NL, r, t, g0, Mg, wait):
     """The role's load rule (model/roles/core.py _lighter): the search rank of r's group booked least far
-    ahead of t, if that and one package more (a rank reports its load in a record it writes while running
-    one) is at most 1/C_FRATIO of this simulation's wait at r (its backlog there, as the thesis's rule reads
-    it), and C_FLOAD seconds (two packages) less; else -1."""
+    ahead of t, if that and a margin is at most 1/C_FRATIO of this simulation's wait at r (its backlog there,
+    as the thesis's rule reads it), and C_FLOAD seconds (two packages) less; else -1. The margin stands for
+    the role's late load figures, which this exact booking lacks: a rank reports its load in a record it
+    writes while running a package, and the role takes the least of the group's other Mg - 1 figures, each as
+    old as its last record, so the more of them the likelier one reads low. C_FLOAD (Mg - 1)^-0.9 (two
+    ranks: two packages; four: three quarters of one) is fitted: it keeps the kernel's playouts forwarded per
+    simulation within ~0.025 of the roles' on 2 and 4 search ranks (Go 9x9, three seeds each; the roles
+    forward 0.03-0.05 a simulation on 2 ranks, 0.12-0.14 on 4: tests/test_sim_statistical_kernel.py); beyond
+    4 it is extrapolated, not checked."""
     best, least = -1, np.inf
     for d in range(g0, g0 + Mg):
         if d != r:
             x = pool_free_from(F, I, UL, NL, _pool(I, d), t) - t
             if x < least:
                 best, least = d, x
-    return best if best >= 0 and (least + 0.5 * F[C_FLOAD]) * F[C_FRATIO] + F[C_FLOAD] <= wait else -1
+    return best if best >= 0 and (least + F[C_FLOAD] * (Mg - 1) ** -0.9) * F[C_FRATIO] + F[C_FLOAD] <= wait else -1
 
 
 @njit(cache=True, nogil=True)

@@ -65,7 +65,9 @@ def test_hot_steps_load_their_ranks_and_fit_back(tmp_path):
     share and to the remote steps it was drawn with (not fewer: long simulations still in flight count)."""
     base = SimConfig(nodes=8, seconds=0.01, fidelity="statistical")
     even = simulate(base)
-    hot = simulate(dataclasses.replace(base, trace=str(tmp_path), params={"workload.hot_steps": "[[0.5]]"}))
+    # the thesis's overload rule alone (balance_load 0): with the load rule any rank sends playouts to a lighter one
+    hot = simulate(dataclasses.replace(base, trace=str(tmp_path), params={"workload.hot_steps": "[[0.5]]",
+                                                                          "balance_load": 0}))
     assert hot["sims_per_s"] < even["sims_per_s"] and hot["busy_frac"] < even["busy_frac"]
     tr = read_trace(tmp_path)
     mv = tr.messages[tr.messages["kind"] == "MOVE"].sort_values(["sim_id", "t_send"])

@@ -70,8 +70,9 @@ class TreesplitParams(HopParams):
     alpha: float = 0.02
     balance_k: float = 1.2        # K: forward playouts while more than K S_par / M MOVEs wait here
     forward_playouts: bool = True
-    balance_load: int = 0         # also forward a playout to the rank known to have the fewest packages to run
-    #                               when it has at most 1/balance_load of this rank's, 2 fewer at least (0: never)
+    balance_load: int = 8         # also forward a playout to the rank known to have the fewest packages to run
+    #                               when it has at most 1/balance_load of this rank's, 2 fewer at least (0: never;
+    #                               docs/ARCHITECTURE.md, "Work to an idle rank")
     bcast_delay: float = 0.001    # seconds a broadcast rank holds SYNCs to merge them (0: forward at once)
     peers: int = 12               # L: most broadcast peers per broadcast rank (Table 4.1)
     bcast_ratio: int = DEFAULT_BCAST_RATIO  # search ranks per broadcast rank, when not given explicitly
