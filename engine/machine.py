@@ -4,6 +4,7 @@ git commit."""
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import socket
@@ -34,8 +35,11 @@ def versions() -> dict[str, str]:
             "numba": package_version("numba"), "pyarrow": pa.__version__}
 
 
+@functools.cache
 def git_commit() -> str:
-    """The checkout's commit, with +dirty when tracked files differ from it; "unknown" outside a checkout."""
+    """The checkout's commit, with +dirty when tracked files differ from it; "unknown" outside a checkout.
+    Read once per process: the code a process runs is what the checkout held when it started, and a run that
+    writes the committed reference results (--update-reference) makes its own later stamps look dirty."""
     root = Path(__file__).resolve().parent.parent
     try:
         sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,

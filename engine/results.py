@@ -12,6 +12,8 @@ from typing import Any
 
 from engine.machine import git_commit, machine_description, versions
 
+git_commit()  # as the command that writes results starts, before it writes any (engine.machine.git_commit)
+
 
 def row_stamp() -> dict[str, str]:
     """date, machine and commit of a measurement: the columns a result row carries when a later run may keep it

@@ -95,6 +95,24 @@ def test_write_csv_takes_rows_with_different_columns(tmp_path):
     assert rows[0]["speedup_predicted"] == "" and rows[1]["speedup_predicted"] == "1.0"
 
 
+def test_a_runs_stamps_name_the_commit_the_checkout_held_as_it_started(monkeypatch):
+    """A run that refreshes the committed reference results changes tracked files as it goes: its later
+    stamps still name the commit its code came from, not that commit +dirty."""
+    import subprocess
+
+    import engine.machine as m
+
+    answers = iter(["abc1234\n", "", "abc1234\n", " M experiments/results/x.json\n"])
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, next(answers), ""))
+    m.git_commit.cache_clear()
+    try:
+        assert m.git_commit() == "abc1234" and m.git_commit() == "abc1234"
+        m.git_commit.cache_clear()  # a new process sees the checkout as it is now
+        assert m.git_commit() == "abc1234+dirty"
+    finally:
+        m.git_commit.cache_clear()
+
+
 def test_a_benchmark_writes_to_results_of_the_working_directory_not_the_checkout(tmp_path):
     """bench playouts as README runs it, from another directory: its file lands in ./results/ there, and the
     checkout (experiments/results/ included) is as it was; --no-save writes nothing."""
