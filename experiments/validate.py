@@ -11,9 +11,10 @@ Two tables:
     predicts every other configuration without refitting: other algorithms, boards, parameters, Lines of
     Action, and sequential and tree from its package costs alone, each kind of package cost scaled by the
     case's board against the reference's and by the machine's drift since the reference was calibrated
-    (held_out_scale: kernel probes, runs of their own). Each row says `calibrated_on` and `in_sample` false. Where a row misses, `wrong_cost` names the modelled cost the reference profile gets
-    wrong there, from the configuration's own calibration (experiments/held_out.py). Goals: 20% on sims/s and
-    busy fraction, 10% on messages, bytes and hops per simulation.
+    (held_out_scale: kernel probes, runs of their own). Each row says `calibrated_on` and `in_sample` false.
+    Where a row misses, `wrong_cost` names the modelled cost the reference profile gets wrong there, from the
+    configuration's own calibration (experiments/held_out.py). Goals: 20% on sims/s and busy fraction, 10% on
+    messages, bytes and hops per simulation.
   - in sample: each MPI configuration calibrated on traced runs of its own (sim.calibrate: package costs,
     message sizes, per-package bookkeeping; network from the ping-pong), one per repeat, each followed by an
     untraced run; the prediction is the median over the calibrations and the measurement the median over the
@@ -619,9 +620,9 @@ def _shared_case(case: Case, cfg: ValidateConfig, given, board_prof: dict, model
     prof = given or board_prof.get(key)
     if prof is None:
         raise UserError(f"{case.label}: no MPI configuration on this board to calibrate from")
+    scale, drift = held_out_scale(ref_case, case, ref_probe) if given is None else ({}, 1.0)
     # right before the measured run, for each case: this shared VM's speed drifts by 10-20% within minutes,
     # which a calibration made once per board carried into the tree prediction
-    scale, drift = held_out_scale(ref_case, case, ref_probe) if given is None else ({}, 1.0)
     calibrated = calibrate_kernel(case.board, KERNEL_CALIBRATION_S) if given is None else None
     meas = measure_shared(case, cfg.run_seconds)
     refs = [given] if given is not None else [p.sim_scaled(cost_factors(scale, drift)) for p in ref_profiles]
