@@ -56,8 +56,9 @@ NH = 34
 N_IHEAD = NH + 27
 # F: float settings, then the clock
 (C_O, C_PM, C_PB, C_SPB, C_L, C_GAP, C_GPB, C_EAGER, C_SHML, C_SHMG, C_NAP, C_OPM, C_PERPKG, C_FHELD, C_DELAY,
- C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_TOP, C_TAIL, C_SYNC_SHAPE, C_FLOAD, C_FRATIO, C_LSHARE, C_NOW) = range(26)
-N_FHEAD = 26
+ C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_TOP, C_TAIL, C_SYNC_SHAPE, C_FLOAD, C_FMARGIN, C_FRATIO, C_LSHARE,
+ C_NOW) = range(27)
+N_FHEAD = 27
 N_UHEAD = 1  # U: the random generator's state (model/rng.py: U[0])
 # rf columns (per-rank floats)
 (RF_LOOP, RF_ITER, RF_LAM, RF_IDLE, RF_POLL, RF_ITERS, RF_MARK_WORK, RF_SYNC_ACC, RF_MOVES_IN, RF_MARK_MOVES,
@@ -448,11 +449,11 @@ def _step_rank(F, I, U, step, Mg):
 def _lighter(F, I, UL, NL, r, t, g0, Mg, wait):
     """The role's load rule (model/roles/core.py _lighter): the search rank of r's group booked least far
     ahead of t, if that and a margin is at most 1/C_FRATIO of this simulation's wait at r (its backlog there,
-    as the thesis's rule reads it), and C_FLOAD seconds (two packages) less; else -1. The margin stands for
-    the role's late load figures, which this exact booking lacks: a rank reports its load in a record it
-    writes while running a package, and the role takes the least of the group's other Mg - 1 figures, each as
-    old as its last record, so the more of them the likelier one reads low. C_FLOAD (Mg - 1)^-0.9 (two
-    ranks: two packages; four: three quarters of one) is fitted: it keeps the kernel's playouts forwarded per
+    as the thesis's rule reads it), and C_FLOAD seconds (two packages) less; else -1. The margin, C_FMARGIN,
+    stands for the role's late load figures, which this exact booking lacks: a rank reports its load in a
+    record it writes while running a package, and the role takes the least of the group's other Mg - 1
+    figures, each as old as its last record, so the more of them the likelier one reads low. C_FMARGIN =
+    C_FLOAD (Mg - 1)^-0.9 (two ranks: two packages; four: three quarters of one) is fitted: it keeps the kernel's playouts forwarded per
     simulation within ~0.025 of the roles' on 2 and 4 search ranks (Go 9x9, three seeds each; the roles
     forward 0.03-0.05 a simulation on 2 ranks, 0.12-0.14 on 4: tests/test_sim_statistical_kernel.py); beyond
     4 it is extrapolated, not checked."""
@@ -462,7 +463,7 @@ def _lighter(F, I, UL, NL, r, t, g0, Mg, wait):
             x = pool_free_from(F, I, UL, NL, _pool(I, d), t) - t
             if x < least:
                 best, least = d, x
-    return best if best >= 0 and (least + F[C_FLOAD] * (Mg - 1) ** -0.9) * F[C_FRATIO] + F[C_FLOAD] <= wait else -1
+    return best if best >= 0 and (least + F[C_FMARGIN]) * F[C_FRATIO] + F[C_FLOAD] <= wait else -1
 
 
 @njit(cache=True, nogil=True)
