@@ -201,6 +201,8 @@ class Scratch(NamedTuple):
     log_t: np.ndarray     # int64[L + 1]
     log_n: np.ndarray     # int64[1]
     score: np.ndarray     # float64[max_children]  a node's children's scores (df-UCT's frames)
+    pos: np.ndarray       # int64[L]       the position a fused package plays on (see _fused)
+    path: np.ndarray      # uint64[D]      ... and its position hashes along the path
 
 
 # --- small helpers ------------------------------------------------------------------------------------------------
@@ -463,9 +465,7 @@ def _new_sim(c):
         s.playouts = cs.per_leaf if cs.quota < 0 else min(cs.per_leaf, cs.quota - cs.started)
     cs.started += s.playouts
     cs.in_flight += s.playouts
-    copy_to(c.pos[slot], c.root)
-    c.path_pos[slot, 0] = cs.root_pos
-    s.replayed = 1
+    # s.replayed stays 0: its package plays from the root, on its thread's scratch position when fused
     if cs.fuse and cs.chain > 1 and not (cs.mode == MODE_LEAF_MASTER and cs.leaf_ranks > 0):
         # (a leaf master playing out a chain would leave its playout ranks' results waiting)
         left = cs.chain - 1
@@ -1496,7 +1496,13 @@ def _fused(c, slot, sc, logging):
     rng1, rngs, amafs, osync, odup = c.rng, c.rngs, c.amaf, c.osync[slot], c.odup[slot]
     for i in range(parts.shape[0]):
         parts[i] = 0
-    if s.replayed == 0:
+    if s.replayed == 0 and sc.pos.shape[0] == root.shape[0] and sc.path.shape[0] >= path.shape[0]:
+        # The package plays on its thread's position, warm in cache, not on the slot's, which with S_par
+        # slots of 25 kB each (19x19) is cold by the time the package runs. s.replayed stays 0: what the
+        # package leaves for later (a playout or selection here) replays steps[:s.n] first.
+        pos, path = sc.pos, sc.path
+        replay(g, root, steps, s.n, pos, path)
+    elif s.replayed == 0:
         replay(g, root, steps, s.n, pos, path)
         s.replayed = 1
     rng = _rng_in(cs, s.sim_id, rng1, rngs, slot)
@@ -1930,8 +1936,10 @@ def merged_arrays(n_merged: int, max_children: int, peers) -> dict[str, np.ndarr
                 mtouch=np.zeros(n_merged, np.int64), mout=np.zeros(n_merged * C1, STAT))
 
 
-def new_scratch(g, rave: bool, log: int = 0) -> Scratch:
-    na = int(game.n_actions(g))
+def new_scratch(c: Arrays, rave: bool, log: int = 0) -> Scratch:
+    """A thread's Scratch for the rank whose arrays are c."""
+    na = int(game.n_actions(c.g))
     return Scratch(amaf_up=np.zeros(na, np.int8), buf=np.zeros(na, np.int64), log_kind=np.zeros(log, np.int8),
                    log_sim=np.zeros(log, np.int64), log_t=np.zeros(log + 1, np.int64), log_n=np.zeros(1, np.int64),
-                   score=np.zeros(int(game.max_children(g)), np.float64))
+                   score=np.zeros(int(game.max_children(c.g)), np.float64), pos=np.zeros_like(c.root),
+                   path=np.zeros(c.path_pos.shape[1], np.uint64))

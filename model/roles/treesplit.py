@@ -326,7 +326,7 @@ class TreesplitSearch(Role):
     def _scratch(self) -> K.Scratch:
         sc = getattr(self._local, "sc", None)
         if sc is None or (len(sc.log_kind) > 0) != self._log:
-            sc = self._local.sc = K.new_scratch(self.g, self.rave, log_capacity(self) if self._log else 0)
+            sc = self._local.sc = K.new_scratch(self.a, self.rave, log_capacity(self) if self._log else 0)
         return sc
 
     def execute(self, pkg: Package):
@@ -381,7 +381,7 @@ class TreesplitSearch(Role):
         """The scratch of the batch runs (with a part log when logging; the core's batch log made once)."""
         sc = self._batch_sc
         if sc is None or (len(sc.log_kind) > 0) != log:
-            sc = self._batch_sc = K.new_scratch(self.g, self.rave, log_capacity(self) if log else 0)
+            sc = self._batch_sc = K.new_scratch(self.a, self.rave, log_capacity(self) if log else 0)
         if log and len(self.a.log_kind) == 0:
             self._use(self.a._replace(log_kind=np.zeros(LOG_PARTS, np.int8), log_sim=np.zeros(LOG_PARTS, np.int64),
                                       log_t0=np.zeros(LOG_PARTS, np.int64), log_t1=np.zeros(LOG_PARTS, np.int64)))
