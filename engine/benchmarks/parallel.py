@@ -2,12 +2,14 @@
 measured in the same run, with the message figures of the MPI ones.
 
 Per board and configuration: sims/s, PPS, NPS, messages/sim, hops/sim, bytes/sim, the worker busy
-fraction, CPU per simulation (and its ratio to the sequential search's) and, for layouts of several ranks,
-CPU per remote hop (what a simulation costs over the same algorithm on one rank, divided by its hops): the
-median of --repeats runs of --seconds each. Runs are interleaved (every configuration once,
-then again) so that a machine whose load drifts treats them alike. MPI layouts are RANKSxTHREADS
-(threads per rank count the IO thread; 1 = the IO thread runs the packages itself). With --trace-cost the
-first MPI layout also runs with a trace recorded, which gives the price of recording.
+fraction, CPU per simulation (and its ratio to the sequential search's), the part of it a rank spent waiting
+for work (its IO loop spinning with nothing to run or receive) and, for layouts of several ranks, CPU per
+remote hop (what a simulation costs over the same algorithm on one rank, divided by its hops), in all and
+without the waiting (a rank idle for want of work spins on a core no one else needs: that is load imbalance
+or latency, not the hop's own work): the median of --repeats runs of --seconds each. Runs are interleaved
+(every configuration once, then again) so that a machine whose load drifts treats them alike. MPI layouts
+are RANKSxTHREADS (threads per rank count the IO thread; 1 = the IO thread runs the packages itself). With
+--trace-cost the first MPI layout also runs with a trace recorded, which gives the price of recording.
 
 examples:
   treesplit bench parallel                                   # this machine: 19x19, the 2-core layouts
@@ -38,7 +40,7 @@ from model.results import add_output_flags
 
 DEFAULT_LAYOUTS = "2x1,1x3"  # a 2-core machine: two ranks, or one rank whose IO thread feeds two workers
 METRICS = ("sims_per_s", "pps", "nps", "messages_per_sim", "hops_per_sim", "bytes_per_sim", "busy_frac",
-           "cpu_us_per_sim")
+           "cpu_us_per_sim", "wait_us_per_sim")
 
 
 def register(kinds) -> None:
@@ -143,7 +145,7 @@ def _run_shared(algo: str, threads: int, board: int, seconds: float, policy: str
     searcher.close()
     return {"sims_per_s": r.sims_per_s, "pps": r.pps, "nps": r.nps, "messages_per_sim": 0.0,
             "hops_per_sim": 0.0, "bytes_per_sim": 0.0, "busy_frac": 1.0, "sims": r.sims,
-            "cpu_us_per_sim": 1e6 * cpu / max(r.sims, 1)}
+            "cpu_us_per_sim": 1e6 * cpu / max(r.sims, 1), "wait_us_per_sim": 0.0}
 
 
 def _run_mpi(c: dict[str, Any], board: int, seconds: float, policy: str, params: dict[str, str],
@@ -161,7 +163,9 @@ def _run_mpi(c: dict[str, Any], board: int, seconds: float, policy: str, params:
                                 threads=c["threads"], seconds=seconds, params=dict(params), seed=1,
                                 trace=trace)
         res = run_distributed(cfg)
-    return {k: float(res[k]) for k in (*METRICS, "sims")}
+    spin = sum(r.get("loop", {}).get("idle_s", 0.0) for r in res.get("per_rank", []))
+    return {**{k: float(res[k]) for k in (*METRICS, "sims") if k != "wait_us_per_sim"},
+            "wait_us_per_sim": 1e6 * spin / max(float(res["sims"]), 1.0)}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -226,7 +230,8 @@ def _run(args: argparse.Namespace) -> int:
 def _rows(runs: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, Any]]:
     """Medians per configuration so far, speedups against the sequential search of the same run; CPU per
     simulation against the sequential search's, and CPU per remote hop: what a simulation costs over the
-    same algorithm on one rank (same threads), divided by the hops it made."""
+    same algorithm on one rank (same threads), divided by the hops it made, in all and without the time the
+    ranks spent waiting for work."""
     seq = statistics.median(r["sims_per_s"] for r in runs["sequential"])
     seq_cpu = statistics.median(r["cpu_us_per_sim"] for r in runs["sequential"])
     rows = {}
@@ -242,6 +247,8 @@ def _rows(runs: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, Any]]:
         one = _one_rank(label)
         if one in rows and row["hops_per_sim"] > 0:
             row["cpu_us_per_hop"] = (row["cpu_us_per_sim"] - rows[one]["cpu_us_per_sim"]) / row["hops_per_sim"]
+            work = [r["cpu_us_per_sim"] - r["wait_us_per_sim"] for r in (row, rows[one])]
+            row["work_us_per_hop"] = (work[0] - work[1]) / row["hops_per_sim"]
     return rows
 
 
@@ -256,10 +263,12 @@ def _one_rank(label: str) -> str:
 def _print(board: int, rows: dict[str, dict[str, Any]]) -> None:
     print(f"\n{board}x{board} Go, medians:")
     print(f"  {'configuration':24s} {'sims/s':>9s} {'speedup':>8s} {'PPS':>9s} {'NPS':>8s} {'msg/sim':>8s} "
-          f"{'hops/sim':>8s} {'B/sim':>8s} {'busy':>5s} {'CPU us/sim':>10s} {'vs seq':>6s} {'us/hop':>6s}")
+          f"{'hops/sim':>8s} {'B/sim':>8s} {'busy':>5s} {'CPU us/sim':>10s} {'vs seq':>6s} {'wait':>5s} "
+          f"{'us/hop':>6s} {'w/o wait':>8s}")
     for label, r in rows.items():
-        hop = r.get("cpu_us_per_hop")
+        hop, work = r.get("cpu_us_per_hop"), r.get("work_us_per_hop")
         print(f"  {label:24s} {r['sims_per_s']:9.0f} {r['speedup']:8.2f} {r['pps']:9.0f} {r['nps']:8.0f} "
               f"{r['messages_per_sim']:8.2f} {r['hops_per_sim']:8.2f} {r['bytes_per_sim']:8.0f} "
               f"{r['busy_frac']:5.2f} {r['cpu_us_per_sim']:10.0f} {r['cpu_vs_sequential']:6.2f} "
-              f"{'' if hop is None else f'{hop:6.1f}':>6s}")
+              f"{r['wait_us_per_sim']:5.1f} {'' if hop is None else f'{hop:6.1f}':>6s} "
+              f"{'' if work is None else f'{work:8.1f}':>8s}")
