@@ -5,8 +5,8 @@ Per board and configuration: sims/s, PPS, NPS, messages/sim, hops/sim, bytes/sim
 fraction, CPU per simulation (and its ratio to the sequential search's), the part of it a rank spent waiting
 for work (its IO loop spinning with nothing to run or receive) and, for layouts of several ranks, CPU per
 remote hop (what a simulation costs over the same algorithm on one rank, divided by its hops), in all and
-without the waiting (a rank idle for want of work spins on a core no one else needs: that is load imbalance
-or latency, not the hop's own work): the median of --repeats runs of --seconds each. Runs are interleaved
+without the waiting (a rank idle for want of work spins, and its spinning counts as CPU: that is load
+imbalance or latency, not the hop's own work): the median of --repeats runs of --seconds each. Runs are interleaved
 (every configuration once, then again) so that a machine whose load drifts treats them alike. MPI layouts
 are RANKSxTHREADS (threads per rank count the IO thread; 1 = the IO thread runs the packages itself). With
 --trace-cost the first MPI layout also runs with a trace recorded, which gives the price of recording.
@@ -163,7 +163,7 @@ def _run_mpi(c: dict[str, Any], board: int, seconds: float, policy: str, params:
                                 threads=c["threads"], seconds=seconds, params=dict(params), seed=1,
                                 trace=trace)
         res = run_distributed(cfg)
-    spin = sum(r.get("loop", {}).get("idle_s", 0.0) for r in res.get("per_rank", []))
+    spin = sum(r.get("loop", {}).get("idle_s", 0.0) for r in res["per_rank"])  # "loop": the compiled loop's ranks
     return {**{k: float(res[k]) for k in (*METRICS, "sims") if k != "wait_us_per_sim"},
             "wait_us_per_sim": 1e6 * spin / max(float(res["sims"]), 1.0)}
 
