@@ -1,11 +1,12 @@
 """Issue 3's strength goal: on 9x9 at equal wall time per move, do `tree` (2 threads) and `treesplit` (2 ranks x 1
 thread, or `treesplit-1x3`: one rank with an IO thread and 2 workers) beat the sequential engine? Each slot is
-one `treesplit match` of our engine against `treesplit gtp --algo sequential` at the same seconds per move,
-colours alternating; slots run at once, each optionally confined to two CPUs of its own (`--pin`: taskset),
+one `treesplit match` of our engine against `treesplit gtp --algo sequential` (or `--opponent`, e.g.
+`treesplit-1x1`: self-play of 2 ranks against 1) at the same seconds per move, colours alternating; slots run at once, each optionally confined to two CPUs of its own (`--pin`: taskset),
 under a wall-clock budget after which the games played so far are kept.
 
     .venv/bin/python -m experiments.equal_time run --algo tree --slots 6 --games 40 --out /tmp/eq-tree
     .venv/bin/python -m experiments.equal_time run --algo treesplit --slots 2 --pin --out /tmp/eq-ts
+    .venv/bin/python -m experiments.equal_time run --algo treesplit --opponent treesplit-1x1 --slots 1 --out /tmp/eq-2v1
     .venv/bin/python -m experiments.equal_time summarize --run "tree 2t vs sequential|conditions|/tmp/eq-tree"
 
 `summarize` pools every slot's games.csv of each run into one line (wins, losses, draws, win rate with its
@@ -36,21 +37,23 @@ ALGO_ARGS = {"tree": ["--algo", "tree", "--threads", "2"],
              "treesplit": ["--algo", "treesplit", "--ranks", "2", "--threads", "1"],
              # one rank per machine as in Schaefers 2014: its IO thread and two workers (the IO thread idles alone)
              "treesplit-1x3": ["--algo", "treesplit", "--ranks", "1", "--threads", "3"],
+             "treesplit-1x1": ["--algo", "treesplit", "--ranks", "1", "--threads", "1"],
              "sequential": ["--algo", "sequential"]}
 
 
 def run(algo: str, slots: int, games: int, seconds: float, budget: float, out: Path, pin: bool,
-        seed: int = 100) -> list[Path]:
+        seed: int = 100, opponent_algo: str = "sequential") -> list[Path]:
     """Play `slots` matches at once; returns their directories (each with games.csv, even if cut short)."""
-    if algo not in ALGO_ARGS:
-        raise UserError(f"--algo must be one of {', '.join(ALGO_ARGS)}")
+    for flag, name in (("--algo", algo), ("--opponent", opponent_algo)):
+        if name not in ALGO_ARGS:
+            raise UserError(f"{flag} must be one of {', '.join(ALGO_ARGS)}")
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
     if pin and len(cpus) < 2 * slots:
         raise UserError(f"--pin needs 2 CPUs per slot: {slots} slots, {len(cpus)} CPUs")
     if pin and not shutil.which("taskset"):
         raise UserError("--pin needs taskset (util-linux)")
     me = [sys.executable, "-m", "treesplit"]
-    opponent = " ".join([*me, "gtp", "--algo", "sequential", "--seconds", str(seconds)])
+    opponent = " ".join([*me, "gtp", *ALGO_ARGS[opponent_algo], "--seconds", str(seconds)])
     procs, dirs = [], []
     for k in range(slots):
         d = out / f"slot-{k}"
@@ -116,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="play matches against the sequential engine at equal seconds per move")
     r.add_argument("--algo", default="tree", choices=sorted(ALGO_ARGS))
+    r.add_argument("--opponent", default="sequential", choices=sorted(ALGO_ARGS),
+                   help="the engine played against (default: sequential)")
     r.add_argument("--slots", type=int, default=4, help="matches at once")
     r.add_argument("--games", type=int, default=50, help="games per slot")
     r.add_argument("--seconds", type=float, default=0.1, help="seconds per move, both sides")
@@ -133,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         if a.cmd == "run":
-            for d in run(a.algo, a.slots, a.games, a.seconds, a.budget, a.out, a.pin, a.seed):
+            for d in run(a.algo, a.slots, a.games, a.seconds, a.budget, a.out, a.pin, a.seed, a.opponent):
                 print(d, (d / "match.log").read_text().strip().splitlines()[-3:] if (d / "match.log").exists() else "")
             return 0
         runs = []

@@ -31,3 +31,33 @@ def test_bad_run_spec_and_missing_games_are_clear_errors(tmp_path, capsys):
     assert "LABEL|CONDITIONS|DIR" in capsys.readouterr().err
     assert equal_time.main(["summarize", "--run", f"a|b|{tmp_path}", "--name", "eq-none"]) == 2
     assert "no games.csv" in capsys.readouterr().err
+
+
+def test_opponent_is_played_with_its_own_layout(tmp_path, monkeypatch):
+    started = []
+
+    class Done:
+        def __init__(self, cmd, **kw):
+            started.append(cmd)
+
+        def poll(self):
+            return 0
+
+        def wait(self, timeout=None):
+            return 0
+
+    monkeypatch.setattr(equal_time.subprocess, "Popen", Done)
+    equal_time.run("treesplit", 1, 3, 0.1, 5.0, tmp_path, False, opponent_algo="treesplit-1x1")
+    cmd = started[0]
+    assert cmd[cmd.index("--ranks") + 1] == "2"
+    opponent = cmd[cmd.index("--opponent") + 1].split()
+    assert opponent[opponent.index("--ranks") + 1] == "1" and opponent[opponent.index("--algo") + 1] == "treesplit"
+
+
+def test_unknown_opponent_is_refused_before_any_match(tmp_path):
+    import pytest
+
+    from model.errors import UserError
+    with pytest.raises(UserError, match="--opponent must be one of"):
+        equal_time.run("treesplit", 1, 3, 0.1, 5.0, tmp_path / "x", False, opponent_algo="gnugo")
+    assert not (tmp_path / "x").exists()
