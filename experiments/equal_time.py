@@ -1,8 +1,9 @@
 """Issue 3's strength goal: on 9x9 at equal wall time per move, do `tree` (2 threads) and `treesplit` (2 ranks x 1
 thread, or `treesplit-1x3`: one rank with an IO thread and 2 workers) beat the sequential engine? Each slot is
 one `treesplit match` of our engine against `treesplit gtp --algo sequential` (or `--opponent`, e.g.
-`treesplit-1x1`: self-play of 2 ranks against 1) at the same seconds per move, colours alternating; slots run at once, each optionally confined to two CPUs of its own (`--pin`: taskset),
-under a wall-clock budget after which the games played so far are kept.
+`treesplit-1x1`: self-play of 2 ranks against 1) at the same seconds per move, colours alternating; slots run
+at once, each optionally confined to two CPUs of its own (`--pin`: taskset), under a wall-clock budget after
+which the games played so far are kept.
 
     .venv/bin/python -m experiments.equal_time run --algo tree --slots 6 --games 40 --out /tmp/eq-tree
     .venv/bin/python -m experiments.equal_time run --algo treesplit --slots 2 --pin --out /tmp/eq-ts
@@ -117,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.equal_time", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="play matches against the sequential engine at equal seconds per move")
+    r = sub.add_parser("run", help="play matches against the sequential engine (or --opponent) at equal seconds "
+                                          "per move")
     r.add_argument("--algo", default="tree", choices=sorted(ALGO_ARGS))
     r.add_argument("--opponent", default="sequential", choices=sorted(ALGO_ARGS),
                    help="the engine played against (default: sequential)")
