@@ -290,13 +290,14 @@ return out;
 """
 
 
-def _teaching_after(driver, action, before: str, timeout=15):
-    """Do `action`, then wait until the server has redrawn the teaching view (its header changed)."""
+def _teaching_after(driver, action, before: str, until=None, timeout=15):
+    """Do `action`, then wait until the server has redrawn the teaching view: its header changed and, since
+    the header and the other widgets arrive in separate patches, `until(state)` holds where given."""
     action()
     deadline = time.time() + timeout
     while time.time() < deadline:
         st = driver.execute_script(TEACHING_JS)
-        if st.get("header") != before:
+        if st.get("header") != before and (until is None or until(st)):
             return st
         time.sleep(0.05)
     return driver.execute_script(TEACHING_JS)
@@ -344,10 +345,12 @@ def test_teaching_view_steps_one_simulation_of_a_40_simulation_engine_run(browse
         assert playouts == {f"{r_}.{w}" for r_, w in zip(po["rank"], po["worker"])}
         assert {lane for lane, s in zip(boxes["lane"], boxes["sim"]) if s == sim} == {
             f"{r_}.{w}" for r_, w in zip(pk.loc[pk["sim_id"] == sim, "rank"], pk.loc[pk["sim_id"] == sim, "worker"])}
-        st = _teaching_after(driver, lambda: driver.execute_script(CLICK_JS, "next simulation ▶▶"), st["header"])
+        st = _teaching_after(driver, lambda: driver.execute_script(CLICK_JS, "next simulation ▶▶"), st["header"],
+                             until=lambda s: int(s["follow"]) != sim)
         assert int(st["follow"]) != sim
         n = len(pk) + len(ms)
-        st = _teaching_after(driver, lambda: driver.execute_script(SET_STEP_JS, n), st["header"])
+        st = _teaching_after(driver, lambda: driver.execute_script(SET_STEP_JS, n), st["header"],
+                             until=lambda s: sum(s["teaching.ranks"]["nodes"]) > 0)
         assert f"Event {n} of {n}" in st["header"]
         assert sum(st["teaching.ranks"]["nodes"]) == int((pk["kind"].astype(str) == "expand").sum()) > 0
         driver.save_screenshot(str(tmp_path / "teaching.png"))

@@ -6,7 +6,10 @@ fraction, CPU per simulation (and its ratio to the sequential search's), the par
 for work (its IO loop spinning with nothing to run or receive) and, for layouts of several ranks, CPU per
 remote hop (what a simulation costs over the same algorithm on one rank, divided by its hops), in all and
 without the waiting (a rank idle for want of work spins, and its spinning counts as CPU: that is load
-imbalance or latency, not the hop's own work): the median of --repeats runs of --seconds each. Runs are interleaved
+imbalance or latency, not the hop's own work), and without the waiting against one rank that shares the
+machine with another (`ALGO 1xT pair`: two one-rank searches at once, each on its own core, as the ranks of
+a 2x1 run are; what the two cores slow each other by, through their shared caches, memory and clock, is then
+left out of the hop's cost: column "vs pair"): the median of --repeats runs of --seconds each. Runs are interleaved
 (every configuration once, then again) so that a machine whose load drifts treats them alike. MPI layouts
 are RANKSxTHREADS (threads per rank count the IO thread; 1 = the IO thread runs the packages itself). With
 --trace-cost the first MPI layout also runs with a trace recorded, which gives the price of recording.
@@ -65,6 +68,9 @@ def register(kinds) -> None:
     p.add_argument("--policy", choices=("random", "light"), default="random", help="Go playout policy")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="parameter for the MPI algorithms (e.g. overload=10)")
+    p.add_argument("--pairs", action=argparse.BooleanOptionalAction, default=True,
+                   help="also run each 1xT layout twice at once where there is a 2xT one, the baseline of "
+                        "the \"vs pair\" hop cost (default on; not with --scaling)")
     p.add_argument("--trace-cost", action=argparse.BooleanOptionalAction, default=True,
                    help="also run the first MPI layout with a trace, to price recording (default on)")
     p.add_argument("--name", default=None, help="results file name (default bench_parallel[_scaling])")
@@ -102,6 +108,9 @@ def _configs(args) -> list[dict[str, Any]]:
             except ValueError:
                 raise UserError(f"--layouts: {lay!r} is not RANKSxTHREADS") from None
             out.append({"algo": algo, "ranks": ranks, "threads": threads})
+    if args.pairs:  # the baseline of a 2xT layout, where two of them fit the machine's cores
+        out += [{**c, "pair": True} for c in list(out) if c.get("ranks") == 1 and 2 * c["threads"] <= (
+                os.cpu_count() or 1) and {**c, "ranks": 2} in out]
     if args.trace_cost:
         mpi = next((c for c in out if "ranks" in c), None)
         if mpi is not None:
@@ -112,7 +121,8 @@ def _configs(args) -> list[dict[str, Any]]:
 def _label(c: dict[str, Any]) -> str:
     if c["algo"] in ("sequential", "tree"):
         return c["algo"] if c["algo"] == "sequential" else f"tree {c['threads']}t"
-    return f"{c['algo']} {c['ranks']}x{c['threads']}" + (" +trace" if c.get("trace") else "")
+    return (f"{c['algo']} {c['ranks']}x{c['threads']}" + (" +trace" if c.get("trace") else "")
+            + (" pair" if c.get("pair") else ""))
 
 
 def prepared_searcher(algo: str, threads: int, board: int, policy: str, seed: int = 1, game: str = "go"):
@@ -149,9 +159,11 @@ def _run_shared(algo: str, threads: int, board: int, seconds: float, policy: str
 
 
 def _run_mpi(c: dict[str, Any], board: int, seconds: float, policy: str, params: dict[str, str],
-             keep: str | None = None) -> dict[str, float]:
+             keep: str | None = None, seed: int = 1) -> dict[str, float]:
     from engine.mpi import DistributedConfig, run_distributed
 
+    if c.get("pair"):
+        return _run_pair({k: v for k, v in c.items() if k != "pair"}, board, seconds, policy, params)
     with tempfile.TemporaryDirectory(prefix="treesplit-bench-") as tmp:
         trace = None
         if c.get("trace"):
@@ -160,12 +172,27 @@ def _run_mpi(c: dict[str, Any], board: int, seconds: float, policy: str, params:
                 shutil.rmtree(trace, ignore_errors=True)
         cfg = DistributedConfig(algo=c["algo"], game="go", board=board, komi=7.0, game_params={"policy": policy},
                                 ranks=c["ranks"], bcast_ranks=None,
-                                threads=c["threads"], seconds=seconds, params=dict(params), seed=1,
+                                threads=c["threads"], seconds=seconds, params=dict(params), seed=seed,
                                 trace=trace)
         res = run_distributed(cfg)
     spin = sum(r.get("loop", {}).get("idle_s", 0.0) for r in res["per_rank"])  # "loop": the compiled loop's ranks
     return {**{k: float(res[k]) for k in (*METRICS, "sims") if k != "wait_us_per_sim"},
             "wait_us_per_sim": 1e6 * spin / max(float(res["sims"]), 1.0)}
+
+
+def _run_pair(c: dict[str, Any], board: int, seconds: float, policy: str, params: dict[str, str]
+              ) -> dict[str, float]:
+    """Two runs of configuration `c` at once (seeds 1 and 2): sims/s and the per-simulation figures of one of
+    them (the two's mean; CPU and waiting per simulation over both runs' simulations)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as ex:  # each run waits on its own mpiexec
+        both = list(ex.map(lambda seed: _run_mpi(c, board, seconds, policy, params, seed=seed), (1, 2)))
+    sims = sum(m["sims"] for m in both)
+    out = {k: statistics.fmean(m[k] for m in both) for k in both[0]}
+    for k in ("cpu_us_per_sim", "wait_us_per_sim"):
+        out[k] = sum(m[k] * m["sims"] for m in both) / max(sims, 1.0)
+    return out
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -231,7 +258,7 @@ def _rows(runs: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, Any]]:
     """Medians per configuration so far, speedups against the sequential search of the same run; CPU per
     simulation against the sequential search's, and CPU per remote hop: what a simulation costs over the
     same algorithm on one rank (same threads), divided by the hops it made, in all and without the time the
-    ranks spent waiting for work."""
+    ranks spent waiting for work; and without it against the one-rank runs made two at once (`... pair`)."""
     seq = statistics.median(r["sims_per_s"] for r in runs["sequential"])
     seq_cpu = statistics.median(r["cpu_us_per_sim"] for r in runs["sequential"])
     rows = {}
@@ -247,15 +274,19 @@ def _rows(runs: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, Any]]:
         one = _one_rank(label)
         if one in rows and row["hops_per_sim"] > 0:
             row["cpu_us_per_hop"] = (row["cpu_us_per_sim"] - rows[one]["cpu_us_per_sim"]) / row["hops_per_sim"]
-            work = [r["cpu_us_per_sim"] - r["wait_us_per_sim"] for r in (row, rows[one])]
-            row["work_us_per_hop"] = (work[0] - work[1]) / row["hops_per_sim"]
+            work = {lbl: rows[lbl]["cpu_us_per_sim"] - rows[lbl]["wait_us_per_sim"] for lbl in (label, one,
+                                                                                              f"{one} pair")
+                    if lbl in rows}
+            row["work_us_per_hop"] = (work[label] - work[one]) / row["hops_per_sim"]
+            if f"{one} pair" in work:
+                row["pair_us_per_hop"] = (work[label] - work[f"{one} pair"]) / row["hops_per_sim"]
     return rows
 
 
 def _one_rank(label: str) -> str:
     """The label of the same configuration on one rank ("treesplit 2x1" -> "treesplit 1x1")."""
     algo, _, layout = label.partition(" ")
-    if "x" not in layout or layout.endswith("+trace"):
+    if "x" not in layout or layout.endswith(("+trace", "pair")):
         return ""
     return f"{algo} 1x{layout.split('x', 1)[1]}"
 
@@ -264,11 +295,11 @@ def _print(board: int, rows: dict[str, dict[str, Any]]) -> None:
     print(f"\n{board}x{board} Go, medians:")
     print(f"  {'configuration':24s} {'sims/s':>9s} {'speedup':>8s} {'PPS':>9s} {'NPS':>8s} {'msg/sim':>8s} "
           f"{'hops/sim':>8s} {'B/sim':>8s} {'busy':>5s} {'CPU us/sim':>10s} {'vs seq':>6s} {'wait':>5s} "
-          f"{'us/hop':>6s} {'w/o wait':>8s}")
+          f"{'us/hop':>6s} {'w/o wait':>8s} {'vs pair':>7s}")
     for label, r in rows.items():
-        hop, work = r.get("cpu_us_per_hop"), r.get("work_us_per_hop")
+        hop, work, pair = r.get("cpu_us_per_hop"), r.get("work_us_per_hop"), r.get("pair_us_per_hop")
         print(f"  {label:24s} {r['sims_per_s']:9.0f} {r['speedup']:8.2f} {r['pps']:9.0f} {r['nps']:8.0f} "
               f"{r['messages_per_sim']:8.2f} {r['hops_per_sim']:8.2f} {r['bytes_per_sim']:8.0f} "
               f"{r['busy_frac']:5.2f} {r['cpu_us_per_sim']:10.0f} {r['cpu_vs_sequential']:6.2f} "
               f"{r['wait_us_per_sim']:5.1f} {'' if hop is None else f'{hop:6.1f}':>6s} "
-              f"{'' if work is None else f'{work:8.1f}':>8s}")
+              f"{'' if work is None else f'{work:8.1f}':>8s} {'' if pair is None else f'{pair:7.1f}':>7s}")
