@@ -305,8 +305,9 @@ def calibrate(trace: str | Path | Trace, base: Profile, name: str = "local", pin
         notes.append(f"network and IO loop from {base.name} (--no-pingpong)")
     if tr.meta.get("runtime") == "engine":
         # the engine's worker runs the role's callback for its own package (the roles' lock, not the IO
-        # thread); that bookkeeping is the gap between one package and the next on a worker kept busy
-        io = dataclasses.replace(io, handles_completions=False,
+        # thread); that bookkeeping is the gap between one package and the next on a worker kept busy.
+        # Its endpoint sends one MPI message per destination and turn with every record for it (batched)
+        io = dataclasses.replace(io, handles_completions=False, batched=True,
                                  inline_slice=ENGINE_INLINE_SLICE if threads == 1 else 0.0)
         # the engine's search ranks without workers spin 2 ms after their last work (meta's idle_spin; traces
         # made before it said so: those that fuse packages), so in a search they see arrivals at once; only
@@ -317,10 +318,11 @@ def calibrate(trace: str | Path | Trace, base: Profile, name: str = "local", pin
         nap = idle_nap(pk[pk["rank"] >= M] if spins else pk) if threads == 1 else None
         fit = inline_costs(tr, min(COLLECT_GAP, 0.6 * nap) if nap else COLLECT_GAP) if threads == 1 else None
         if fit is not None:
-            # the IO thread itself pays every message: received ones in its loop, sent ones when the role
-            # encodes them; the simulator charges o + per_message for each message in and out
+            # the IO thread itself pays every record: received ones in its loop, sent ones when the role
+            # encodes them; the simulator charges per_message for each record in and out, and o once per
+            # batch (a share of each record's measured cost too small to take out: tens of records a batch)
             pp, recv, send, stats_b = fit
-            per_msg = max(0.0, (recv + send) / 2 - network.overhead)
+            per_msg = (recv + send) / 2
             io = dataclasses.replace(io, per_package=pp, per_message=per_msg, stats_per_byte=stats_b)
             notes.append(f"per_package {pp * 1e6:.1f} us, per message {recv * 1e6:.1f} us received / "
                          f"{send * 1e6:.1f} us sent, {stats_b * 1e9:.2f} ns per statistics byte (package gaps)")

@@ -16,7 +16,8 @@ A profile is a TOML file with these tables (sim/profiles/oculus.toml is a commen
                 optional: per_package (the role's bookkeeping for one finished package, on the core that
                 finishes it, not counted as busy), inline_slice (no workers: run packages at most this
                 long between two polls; 0 = until the queue is empty), idle_nap (an idle IO core polls
-                only every idle_nap seconds; 0 = it notices input at once)
+                only every idle_nap seconds; 0 = it notices input at once), batched (records travel in
+                one message per destination and iteration: o and g per batch)
     [costs]     one service-time distribution per work-package kind (select, expand, playout, update,
                 sync, bcast), see sim/distributions.py
     [messages]  size in bytes per message kind, for reading (a calibration records the trace's medians);
@@ -120,9 +121,13 @@ class IOSpec:
     idle_nap: float = 0.0   # s: an idle IO core sleeps between polls and is not woken by arrivals: it sees
     #                         input at the next poll of its lattice (the engine's IDLE_WAIT nap with the OS's
     #                         timer overshoot); 0: it notices input within one loop iteration
+    batched: bool = False   # an iteration sends one MPI message per destination holding every record for it,
+    #                         and a message taken in is a batch of records (the engine's turns): LogGP's o and
+    #                         the NIC's gap g are paid per batch, per_message and per_byte per record; False:
+    #                         every record is a message of its own (Gomorra, Schaefers 2014, 4.3.2)
 
     def validate(self) -> None:
-        _non_negative(self, "io", skip=("handles_completions",))
+        _non_negative(self, "io", skip=("handles_completions", "batched"))
 
     def loop_time(self, peers: int) -> float:
         return self.poll_base + self.poll_per_peer * peers

@@ -8,10 +8,12 @@ Per search rank (Schaefers 2014, 4.2.4, Figure 4.3):
   - an IO-core process: waits for received messages, finished packages or timers; each loop iteration
     costs poll_base + poll_per_peer * peers (one MPI_Testsome over every peer's buffers) plus, per message
     sent or received, the LogGP overhead o, the dispatch cost and a per-byte copy cost (statistics messages
-    also pay io.stats_per_byte). Received messages go to the role; its packages go to the rank's queue and
-    its messages leave when the iteration ends. Input that arrives while the IO core idles is noticed at
-    a random phase of its polling loop, or, with io.idle_nap, at the end of the nap it is in (the engine's
-    idle IO thread sleeps and is not woken by the network).
+    also pay io.stats_per_byte). With io.batched an iteration's records for one destination leave as one
+    message, which pays o (and the NIC's gap) once, and its records per_message and per_byte each.
+    Received messages go to the role; its packages go to the rank's queue and its messages leave when the
+    iteration ends. Input that arrives while the IO core idles is noticed at a random phase of its polling
+    loop, or, with io.idle_nap, at the end of the nap it is in (the engine's idle IO thread sleeps and is
+    not woken by the network).
   - C-1 worker processes sharing the rank's package queue (workers may take work from each other's
     buffers, 4.2.4): each takes a package, calls role.execute, charges the service time (the package's
     own cost, or a draw from the profile for its kind) and then either calls role.on_work_done itself
@@ -160,6 +162,7 @@ class Rank:
         self.queue: deque[Package] = deque()
         self.idle: list[int] = []   # parked workers (each gets a wake-up when a package comes)
         self.inbox: list = []  # (message, its size in bytes)
+        self.batches_in = 0    # MPI messages the inbox's records came in (each pays o once)
         self.outbox: list = []
         self.timers_due: list[Any] = []
         self.done: list[tuple[Package, Any]] = []  # finished packages for the IO core (handles_completions)
@@ -189,6 +192,15 @@ class Rank:
     def deliver(self, item: tuple) -> None:
         """A message arrives: (message, nbytes)."""
         self.inbox.append(item)
+        self.batches_in += 1
+        if self.io_waiting:
+            self.io_waiting = False
+            heappush(self.heap, (self.env.now, NORMAL, next(self.eid), self._io_woken, None))
+
+    def deliver_batch(self, items: list) -> None:
+        """One MPI message of records arrives: [(message, nbytes), ...] (io.batched)."""
+        self.inbox.extend(items)
+        self.batches_in += 1
         if self.io_waiting:
             self.io_waiting = False
             heappush(self.heap, (self.env.now, NORMAL, next(self.eid), self._io_woken, None))
@@ -325,6 +337,7 @@ class Rank:
         trace = world.trace
         inline = self.n_workers == 0
         inbox, self.inbox = self.inbox, []
+        batches_in, self.batches_in = self.batches_in, 0
         sends, self.outbox = self.outbox, []
         timers, self.timers_due = self.timers_due, []
         done, self.done = self.done, []
@@ -403,7 +416,8 @@ class Rank:
                     new_timers.extend(acts.timers)
         sizes = [m.nbytes for m in sends]
         nbytes += sum(sizes)
-        cost += ((len(inbox) + len(sends)) * (prof.network.overhead + prof.io.per_message)
+        batches_out = len({m.dst for m in sends}) if prof.io.batched else len(sends)
+        cost += ((batches_in + batches_out) * prof.network.overhead + (len(inbox) + len(sends)) * prof.io.per_message
                  + len(done) * (prof.io.per_message + per_pkg) + nbytes * prof.io.per_byte)
         stats.msgs_in += len(inbox)
         stats.io_loops += 1
@@ -485,6 +499,9 @@ class World:
         """Hand messages (of sizes bytes, if known) to the network at `now` and schedule their delivery."""
         if sizes is None:
             sizes = [m.nbytes for m in msgs]
+        if self.profile.io.batched:
+            self._send_batches(rank, msgs, now, sizes)
+            return
         net = self.network
         heap = self.env.heap
         eid = self.env.ids
@@ -505,6 +522,24 @@ class World:
             # the delivery, where a Timeout(t_arr - now) would be
             heappush(heap, (t_env + (t_arr - now), NORMAL, next(eid), ranks[m.dst].deliver, (m, nb)))
         stats.bytes_out += nbytes
+        self.n_msgs += len(msgs)
+
+    def _send_batches(self, rank: Rank, msgs: list, now: float, sizes: list[int]) -> None:
+        """send's io.batched half: one transfer per destination, of all its records, delivered together."""
+        batches: dict[int, list] = {}
+        for m, nb in zip(msgs, sizes):
+            batches.setdefault(m.dst, []).append((m, nb))
+        net, heap, eid, t_env = self.network, self.env.heap, self.env.ids, self.env.now
+        stats, trace, src, mo = rank.stats, self.trace, rank.rid, rank.stats.msgs_out
+        for dst, items in batches.items():
+            nbytes = sum(nb for _, nb in items)
+            t_arr = net.transfer(now, src, dst, nbytes)
+            for m, nb in items:
+                mo[m.kind] = mo.get(m.kind, 0) + 1
+                if trace is not None and trace.keep_msg(m.sim_id):
+                    trace.w.message(now, t_arr, src, dst, m.kind, nb, m.sim_id)
+            stats.bytes_out += nbytes
+            heappush(heap, (t_env + (t_arr - now), NORMAL, next(eid), self.ranks[dst].deliver_batch, items))
         self.n_msgs += len(msgs)
 
     def add_timers(self, rank: Rank, timers: list) -> None:

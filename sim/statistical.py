@@ -189,6 +189,7 @@ class StatWorld:
         F[K.C_L], F[K.C_GAP], F[K.C_GPB], F[K.C_EAGER] = net.latency, net.gap, net.gap_per_byte, net.eager_threshold
         F[K.C_SHML], F[K.C_SHMG], F[K.C_NAP] = net.shm_latency, net.shm_gap_per_byte, io.idle_nap
         F[K.C_OPM], F[K.C_PERPKG] = net.overhead + io.per_message, io.per_package
+        F[K.C_BATCHED] = float(io.batched)
         # a rank with K times its share of S_par waiting is overloaded (4.2.5): forward when the wait is that long
         F[K.C_FHELD] = getattr(params, "balance_k", 1.2) * in_flight
         # ... and a simulation that came by MOVE goes to the rank of its group with at most 1/balance_load of

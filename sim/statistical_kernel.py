@@ -57,8 +57,8 @@ N_IHEAD = NH + 27
 # F: float settings, then the clock
 (C_O, C_PM, C_PB, C_SPB, C_L, C_GAP, C_GPB, C_EAGER, C_SHML, C_SHMG, C_NAP, C_OPM, C_PERPKG, C_FHELD, C_DELAY,
  C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_TOP, C_TAIL, C_SYNC_SHAPE, C_FLOAD, C_FMARGIN, C_FRATIO, C_LSHARE,
- C_NOW) = range(27)
-N_FHEAD = 27
+ C_BATCHED, C_NOW) = range(28)
+N_FHEAD = 28
 N_UHEAD = 1  # U: the random generator's state (model/rng.py: U[0])
 # rf columns (per-rank floats)
 (RF_LOOP, RF_ITER, RF_LAM, RF_IDLE, RF_POLL, RF_ITERS, RF_MARK_WORK, RF_SYNC_ACC, RF_MOVES_IN, RF_MARK_MOVES,
@@ -344,6 +344,24 @@ def _work(F, I, U, UL, NL, r, t, cost, kind, sim_id):
     return end
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _handling(F, I, r, count):
+    """What r's IO core pays per message beyond its bytes for `count` messages: o + per_message each, or with
+    io.batched (C_BATCHED) per_message each and o once per batch. A busy iteration that takes in and sends
+    one batch for each of the P other ranks lasts T = loop + 2 P o + lam T per_message at the rank's message
+    rate lam, so a batch holds lam T / 2P messages."""
+    if F[C_BATCHED] == 0.0:
+        return F[C_OPM] * count
+    o = I[H_RF] + r * N_RF
+    lam, pm, ov = F[o + RF_LAM], F[C_PM], F[C_O]
+    p2 = 2.0 * max(1, I[I_R] - 1)
+    free = 1.0 - lam * pm
+    if free < 0.05:
+        free = 0.05
+    k = lam * (F[o + RF_LOOP] + p2 * ov) / free / p2
+    return (pm + (ov / k if k > 1.0 else ov)) * count
+
+
 @njit(cache=True, nogil=True)
 def _msg(F, I, U, UL, NL, r, t, dst, kind, nbytes, sim_id, stats, count):
     """r's worker hands a message to r's IO core at t; returns when dst's IO core has handled it.
@@ -353,8 +371,7 @@ def _msg(F, I, U, UL, NL, r, t, dst, kind, nbytes, sim_id, stats, count):
         count *= G
         nbytes *= G
     pb = F[C_PB]
-    base = F[C_OPM] * count
-    t_send = _io(F, I, U, UL, NL, r, t, base + nbytes * pb)
+    t_send = _io(F, I, U, UL, NL, r, t, _handling(F, I, r, count) + nbytes * pb)
     a, b = I[I[H_NODE] + r], I[I[H_NODE] + dst]
     if a == b:
         t_arr = t_send + F[C_SHML] + nbytes * F[C_SHMG]
@@ -386,7 +403,7 @@ def _msg(F, I, U, UL, NL, r, t, dst, kind, nbytes, sim_id, stats, count):
     I[I[H_RI] + dst * N_RI + RI_MSGS_IN] += count
     if kind == M_MOVE:
         F[I[H_RF] + dst * N_RF + RF_MOVES_IN] += count
-    return _io(F, I, U, UL, NL, dst, t_arr, base + nbytes * (pb + (F[C_SPB] if stats else 0.0)))
+    return _io(F, I, U, UL, NL, dst, t_arr, _handling(F, I, dst, count) + nbytes * (pb + (F[C_SPB] if stats else 0.0)))
 
 
 # --- message sizes: model/roles/messages.py's records, with the counts the workload gives -------------------

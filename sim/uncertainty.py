@@ -19,7 +19,7 @@ from sim.profile import Profile, ValueSource, profile_from_dict
 # ranks run (--threads 1 inline slices, idle naps, one tree shared by the workers). The rest (node layout,
 # the network's LogGP, the IO loop's poll over its peers) belongs to the cluster.
 NODE_COST_IO = ("per_message", "per_byte", "stats_per_byte", "handles_completions", "per_package",
-                "inline_slice", "idle_nap")
+                "inline_slice", "idle_nap", "batched")
 
 
 def uncertain(prof: Profile) -> list[tuple[str, ValueSource]]:

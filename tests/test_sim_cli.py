@@ -104,8 +104,9 @@ def test_calibrate_from_a_trace(run_cli, tmp_path):
     from sim.profile import load_profile
 
     p = load_profile(out)
-    # the engine's workers run the role callback for their own package: its cost is the gap between packages
-    assert p.name == "mine" and not p.io.handles_completions and p.io.per_package > 0
+    # the engine's workers run the role callback for their own package: its cost is the gap between packages;
+    # its endpoint sends records in batches
+    assert p.name == "mine" and not p.io.handles_completions and p.io.per_package > 0 and p.io.batched
     assert p.costs["playout"].mean == pytest.approx(4e-5, rel=0.2)
     assert p.costs["select"].mean == pytest.approx(1e-5, rel=0.2)
     assert p.messages["MOVE"] == 40 and p.messages["UPDATE"] == 150

@@ -183,3 +183,69 @@ def test_a_package_of_several_parts_is_charged_part_by_part():
     pkg = Package("select", 7)
     parts, result = run_parts(pkg, execute, {"select": Fixed(1.0), "expand": Fixed(2.0), "playout": Fixed(5.0)})
     assert result == "done" and parts == [("select", 1.0, 7), ("expand", 2.0, 7), ("playout", 5.0, 7)]
+
+
+class BurstRole(Role):
+    """Rank 0 sends `n` messages to rank 1 at once; rank 1 notes when each arrives."""
+
+    def __init__(self, rank, n, log):
+        self.rank, self.n, self.log, self.st = rank, n, log, RoleStats()
+
+    def start(self):
+        a = Actions()
+        if self.rank == 0:
+            a.msgs.extend(Message(CONTROL, 0, 1, _Blob(100), sim_id=i) for i in range(self.n))
+        return a
+
+    def on_message(self, msg):
+        self.log.append(msg.sim_id)
+        return Actions()
+
+    def execute(self, pkg):
+        return None
+
+    def on_work_done(self, pkg, result):
+        return Actions()
+
+    def stats(self):
+        return self.st
+
+
+class _Recorder:
+    """A trace writer that keeps the messages it is given."""
+
+    def __init__(self):
+        self.messages = []
+
+    def message(self, t_send, t_recv, src, dst, kind, nbytes, sim_id):
+        self.messages.append((t_send, t_recv, src, dst, kind, nbytes, sim_id))
+
+    def package(self, *row):
+        pass
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_batched_records_pay_the_mpi_overhead_and_the_nic_gap_once_a_batch(batched):
+    """io.batched (the engine's endpoint): an iteration's 10 records for one rank leave as one MPI message,
+    which pays o once on each side and the NIC's gap once; per_message and per_byte stay per record."""
+    prof = _quiet_profile()
+    prof = dataclasses.replace(prof, io=dataclasses.replace(prof.io, batched=batched),
+                               network=dataclasses.replace(prof.network, overhead=20e-6, gap=30e-6))
+    n, io, k = prof.network, prof.io, 10
+    log, rec = [], _Recorder()
+    world = World(prof, Cluster(2, 0, 1), lambda r: BurstRole(r, k, log), trace_writer=rec)
+    world.run(2e-3)
+    assert sorted(log) == list(range(k))
+    per_record = io.per_message + 100 * io.per_byte
+    o_paid = n.overhead * (1 if batched else k)
+    # each side: o for each MPI message, per_message and per_byte for each record
+    assert world.ranks[0].stats.io_loop_time == pytest.approx(o_paid + k * per_record)
+    assert world.ranks[1].stats.io_loop_time == pytest.approx(o_paid + k * per_record)
+    assert world.ranks[0].stats.msgs_out == {CONTROL: k} and world.ranks[1].stats.msgs_in == k
+    assert world.ranks[0].stats.bytes_out == 100 * k
+    arrivals = np.array(sorted(m[1] for m in rec.messages))
+    assert len(arrivals) == k and {m[5] for m in rec.messages} == {100}
+    if batched:  # one transfer: every record arrives with its batch
+        assert arrivals[-1] == pytest.approx(arrivals[0], abs=1e-12)
+    else:  # the NIC takes one message a gap
+        assert np.diff(arrivals) == pytest.approx(np.full(k - 1, n.gap))
