@@ -201,9 +201,7 @@ class Rank:
         """One MPI message of records arrives: [(message, nbytes), ...] (io.batched)."""
         self.inbox.extend(items)
         self.batches_in += 1
-        if self.io_waiting:
-            self.io_waiting = False
-            heappush(self.heap, (self.env.now, NORMAL, next(self.eid), self._io_woken, None))
+        self._wake_io()
 
     def _wake_io(self) -> None:
         if self.io_waiting:
