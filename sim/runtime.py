@@ -189,16 +189,8 @@ class Rank:
         self.worker_per_pkg = 0.0 if self.via_io else prof.io.per_package
 
     # --- inputs -------------------------------------------------------------------------------------
-    def deliver(self, item: tuple) -> None:
-        """A message arrives: (message, nbytes)."""
-        self.inbox.append(item)
-        self.batches_in += 1
-        if self.io_waiting:
-            self.io_waiting = False
-            heappush(self.heap, (self.env.now, NORMAL, next(self.eid), self._io_woken, None))
-
     def deliver_batch(self, items: list) -> None:
-        """One MPI message of records arrives: [(message, nbytes), ...] (io.batched)."""
+        """One MPI message arrives: its records [(message, nbytes), ...], one unless io.batched."""
         self.inbox.extend(items)
         self.batches_in += 1
         self._wake_io()
@@ -412,29 +404,28 @@ class Rank:
                             q.append(p)
                     sends.extend(acts.msgs)
                     new_timers.extend(acts.timers)
-        sizes = [m.nbytes for m in sends]
-        nbytes += sum(sizes)
-        batches_out = len({m.dst for m in sends}) if prof.io.batched else len(sends)
-        cost += ((batches_in + batches_out) * prof.network.overhead + (len(inbox) + len(sends)) * prof.io.per_message
+        out = world.batches(sends)
+        nbytes += sum(b for _, _, b in out)
+        cost += ((batches_in + len(out)) * prof.network.overhead + (len(inbox) + len(sends)) * prof.io.per_message
                  + len(done) * (prof.io.per_message + per_pkg) + nbytes * prof.io.per_byte)
         stats.msgs_in += len(inbox)
         stats.io_loops += 1
         stats.io_loop_time += cost
         stats.io_busy += cost
         now = env.now
-        self.io_pending = (now + phase, sends, sizes, pkgs, new_timers)
+        self.io_pending = (now + phase, out, pkgs, new_timers)
         heappush(self.heap, (now + (phase + cost), NORMAL, next(self.eid), self._io_iteration_end, None))
 
     def _io_iteration_end(self, _) -> None:
-        t0, sends, sizes, pkgs, new_timers = self.io_pending
+        t0, out, pkgs, new_timers = self.io_pending
         self.io_pending = None
         world = self.world
         now = self.env.now
         trace = world.trace
         if trace is not None and trace.keep(-1):
             trace.w.package(t0, now, self.rid, -1, "io", -1)
-        if sends:
-            world.send(self, sends, now, sizes)
+        if out:
+            world.send(self, out, now)
         if pkgs:
             self.push(pkgs)
         if new_timers:
@@ -493,52 +484,32 @@ class World:
         self._busy_mark = [0.0] * (M + B)
 
     # --- network ------------------------------------------------------------------------------------
-    def send(self, rank: Rank, msgs: list, now: float, sizes: list[int] | None = None) -> None:
-        """Hand messages (of sizes bytes, if known) to the network at `now` and schedule their delivery."""
-        if sizes is None:
-            sizes = [m.nbytes for m in msgs]
-        if self.profile.io.batched:
-            self._send_batches(rank, msgs, now, sizes)
-            return
-        net = self.network
-        heap = self.env.heap
-        eid = self.env.ids
-        t_env = self.env.now
-        stats = rank.stats
-        trace = self.trace
-        src = rank.rid
-        ranks = self.ranks
-        mo = stats.msgs_out
-        nbytes = 0
-        for m, nb in zip(msgs, sizes):
-            t_arr = net.transfer(now, src, m.dst, nb)
-            k = m.kind
-            mo[k] = mo.get(k, 0) + 1
-            nbytes += nb
-            if trace is not None and trace.keep_msg(m.sim_id):
-                trace.w.message(now, t_arr, src, m.dst, k, nb, m.sim_id)
-            # the delivery, where a Timeout(t_arr - now) would be
-            heappush(heap, (t_env + (t_arr - now), NORMAL, next(eid), ranks[m.dst].deliver, (m, nb)))
-        stats.bytes_out += nbytes
-        self.n_msgs += len(msgs)
+    def batches(self, msgs: list) -> list[tuple[int, list, int]]:
+        """What msgs leave a rank as: MPI messages (destination, [(message, nbytes), ...], nbytes), one per
+        destination of all its records with io.batched, else one per record."""
+        if not self.profile.io.batched:
+            return [(m.dst, [(m, m.nbytes)], m.nbytes) for m in msgs]
+        by_dst: dict[int, list] = {}
+        for m in msgs:
+            by_dst.setdefault(m.dst, []).append((m, m.nbytes))
+        return [(dst, items, sum(nb for _, nb in items)) for dst, items in by_dst.items()]
 
-    def _send_batches(self, rank: Rank, msgs: list, now: float, sizes: list[int]) -> None:
-        """send's io.batched half: one transfer per destination, of all its records, delivered together."""
-        batches: dict[int, list] = {}
-        for m, nb in zip(msgs, sizes):
-            batches.setdefault(m.dst, []).append((m, nb))
+    def send(self, rank: Rank, batches: list[tuple[int, list, int]], now: float) -> None:
+        """Hand a rank's MPI messages (World.batches) to the network at `now` and schedule their delivery."""
         net, heap, eid, t_env = self.network, self.env.heap, self.env.ids, self.env.now
-        stats, trace, src, mo = rank.stats, self.trace, rank.rid, rank.stats.msgs_out
-        for dst, items in batches.items():
-            nbytes = sum(nb for _, nb in items)
+        stats, trace, src, ranks = rank.stats, self.trace, rank.rid, self.ranks
+        mo = stats.msgs_out
+        for dst, items, nbytes in batches:
             t_arr = net.transfer(now, src, dst, nbytes)
             for m, nb in items:
-                mo[m.kind] = mo.get(m.kind, 0) + 1
+                k = m.kind
+                mo[k] = mo.get(k, 0) + 1
                 if trace is not None and trace.keep_msg(m.sim_id):
-                    trace.w.message(now, t_arr, src, dst, m.kind, nb, m.sim_id)
+                    trace.w.message(now, t_arr, src, dst, k, nb, m.sim_id)
             stats.bytes_out += nbytes
-            heappush(heap, (t_env + (t_arr - now), NORMAL, next(eid), self.ranks[dst].deliver_batch, items))
-        self.n_msgs += len(msgs)
+            self.n_msgs += len(items)
+            # the delivery, where a Timeout(t_arr - now) would be
+            heappush(heap, (t_env + (t_arr - now), NORMAL, next(eid), ranks[dst].deliver_batch, items))
 
     def add_timers(self, rank: Rank, timers: list) -> None:
         at = self.env.at
