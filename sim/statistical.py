@@ -198,7 +198,7 @@ class StatWorld:
         # hop with the playout, an update)
         ratio = int(getattr(params, "balance_load", 0))
         F[K.C_FLOAD] = 0.6 * sum(c[k].mean for k in ("select", "playout", "update")) if may_forward and ratio else 0.0
-        F[K.C_FMARGIN] = F[K.C_FLOAD] * (Mg - 1) ** -0.9 if Mg > 1 else 0.0  # statistical_kernel._lighter
+        F[K.C_FMARGIN] = F[K.C_FLOAD] * (Mg - 1) ** -0.6 if Mg > 1 else 0.0  # statistical_kernel._lighter
         F[K.C_FRATIO] = float(ratio)
         # a leaf master plays a leaf out itself while every playout rank has its jobs (master_playouts, MLMP)
         F[K.C_LSHARE] = params.playout_jobs if algo == "leaf" and params.master_plays(M) else 0.0

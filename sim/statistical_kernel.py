@@ -470,10 +470,11 @@ def _lighter(F, I, UL, NL, r, t, g0, Mg, wait):
     stands for the role's late load figures, which this exact booking lacks: a rank reports its load in a
     record it writes while running a package, and the role takes the least of the group's other Mg - 1
     figures, each as old as its last record, so the more of them the likelier one reads low. C_FMARGIN =
-    C_FLOAD (Mg - 1)^-0.9 (two ranks: two packages; four: three quarters of one) is fitted: it keeps the
-    kernel's playouts forwarded per simulation within ~0.025 of the roles' on 2 and 4 search ranks (Go 9x9,
-    three seeds each; the roles forward 0.03-0.05 a simulation on 2 ranks, 0.12-0.14 on 4:
-    tests/test_sim_statistical_kernel.py); beyond 4 it is extrapolated, not checked."""
+    C_FLOAD (Mg - 1)^-0.6 (two ranks: two packages; four: about one) is fitted: it keeps the kernel's
+    playouts forwarded per simulation within ~0.02 of the roles' on 2 and 4 search ranks at the default
+    floor of simulations in flight and at half of it (Go 9x9, six seeds each; the roles forward 0.03-0.05 a
+    simulation on 2 ranks, 0.10-0.13 on 4: tests/test_sim_statistical_kernel.py); beyond 4 it is
+    extrapolated, not checked."""
     best, least = -1, np.inf
     for d in range(g0, g0 + Mg):
         if d != r:

@@ -67,7 +67,8 @@ def test_min_in_flight_raises_s_par_only_where_simulations_hop():
     _, ts = split_params("treesplit", {"min_in_flight": "40"})
     assert ts.in_flight(1, 2) == 40 and ts.in_flight(1, 1) == 5 and ts.in_flight(15, 4) == 75
     assert split_params("treesplit", {"min_in_flight": "1"})[1].in_flight(1, 8) == 5  # the thesis's S_par
-    assert split_params("treesplit", {})[1].in_flight(1, 8) == 40  # the default floor
+    assert split_params("treesplit", {})[1].in_flight(1, 8) == 80  # the default floor
+    assert split_params("tds", {})[1].in_flight(1, 2) == 80 and split_params("dfuct", {})[1].in_flight(1, 2) == 40
     g, s = make_game("go", size=9, komi=7.0)
     setup = Setup(g, s, sims=100, seed=1)
     role = lambda algo, M, params: make_role(algo, 0, Layout(M, 0, workers=1), setup, params)  # noqa: E731

@@ -78,7 +78,7 @@ def test_nothing_lost_or_doubled_go9_serialised(rave):
     # n_dup 3: 300 simulations on a 9x9 tree of 82 children leave few nodes with 4 visits (whether one gets
     # there depends on the interleaving), and the test is about DUPs being exact
     roles = make_roles("treesplit", Layout(M, B, workers=2), Setup(g, s, sims=300, seed=4),
-                       {"n_dup": 3, "table_mb": 16, "rave": rave, "min_in_flight": 1})  # 4 x 40 in flight: no DUP
+                       {"n_dup": 3, "table_mb": 16, "rave": rave, "min_in_flight": 1})  # 4 x 80 in flight: no DUP
     run = Loopback(roles, workers=[2] * M + [1], seed=4, keep=True, serialize=True).run()
     assert treesplit_problems(roles[:M], run.sent, roles) == []
     assert run.message_counts()[DUP] > 0

@@ -139,6 +139,7 @@ def test_hybrid_agrees_roughly_with_functional(tmp_path):
 # Go 9x9 on this machine's profile: the records the roles send (model/roles/messages.py) at a size a test runs
 # in seconds; a small table keeps the functional roles' start cheap
 GO9 = dict(profile="local", game="go", board=9, seconds=0.15, warmup=0.01)
+SEEDS = (0, 1, 2)
 
 
 def steady(cfg: SimConfig):
@@ -178,30 +179,40 @@ def test_messages_bytes_and_hops_per_simulation_agree_with_functional(tmp_path, 
     fidelity, and as many of each kind, with the workload fitted on that run's trace (message sizes come
     from the records' layout and the counts the workload fits, not from the profile). With broadcast ranks
     the rows a client gets are the others' (model/roles/broadcast.py), merged in windows that its first
-    input opens, and the broadcast ranks' own messages and bytes per simulation agree too."""
-    base = SimConfig(algo=algo, nodes=nodes, bcast_nodes=bcast,
-                     params={"table_mb": 2, "game.komi": 7.0, "node.cores": 1, **params}, **GO9)
-    prof = steady(base)
-    fun = simulate(dataclasses.replace(base, fidelity="functional", trace=str(tmp_path)), profile=prof)
-    stat = simulate(dataclasses.replace(base, fidelity="statistical", workload=str(tmp_path)), profile=prof)
-    assert fun["messages_per_sim"] > 0 and fun["bcast_ranks"] == stat["bcast_ranks"] == (bcast or 0)
-    if algo in ("treesplit", "hybrid"):  # their roles' SYNC gaps spread, neither even nor a burst per SYNC
-        from sim.workload import fit_workload
+    input opens, and the broadcast ranks' own messages and bytes per simulation agree too. Each figure is
+    the mean of three seeds' runs: in one 0.15 s run, playouts forwarded per simulation range from 0.02 to
+    0.06 (tds on 2 ranks) and a broadcast rank's messages per simulation by 15%, in both fidelities alike."""
+    runs = []
+    for seed in SEEDS:
+        base = SimConfig(algo=algo, nodes=nodes, bcast_nodes=bcast, seed=seed,
+                         params={"table_mb": 2, "game.komi": 7.0, "node.cores": 1, **params}, **GO9)
+        prof = steady(base)
+        trace = tmp_path / str(seed)
+        fun = simulate(dataclasses.replace(base, fidelity="functional", trace=str(trace)), profile=prof)
+        stat = simulate(dataclasses.replace(base, fidelity="statistical", workload=str(trace)), profile=prof)
+        assert fun["messages_per_sim"] > 0 and fun["bcast_ranks"] == stat["bcast_ranks"] == (bcast or 0)
+        if algo in ("treesplit", "hybrid"):  # their roles' SYNC gaps spread, neither even nor a burst per SYNC
+            from sim.workload import fit_workload
 
-        assert 0.15 < fit_workload(read_trace(tmp_path)).sync_gap_cv < 1.5
+            assert 0.15 < fit_workload(read_trace(trace)).sync_gap_cv < 1.5
+        runs.append((fun, stat))
+    mean = lambda f: [float(np.mean([f(r[i]) for r in runs])) for i in (0, 1)]  # noqa: E731  (functional, kernel)
     for key, tol in (("messages_per_sim", 0.12), ("bytes_per_sim", 0.12), ("hops_per_sim", 0.1)):
-        assert stat[key] == pytest.approx(fun[key], rel=tol, abs=1e-3), key
+        fun_x, stat_x = mean(lambda s: s[key])
+        assert stat_x == pytest.approx(fun_x, rel=tol, abs=1e-3), key
     per_sim = lambda s, k: s["messages_by_kind_per_s"].get(k, 0.0) / s["sims_per_s"]  # noqa: E731
-    for kind in set(fun["messages_by_kind_per_s"]) | set(stat["messages_by_kind_per_s"]):
-        assert per_sim(stat, kind) == pytest.approx(per_sim(fun, kind), rel=0.2, abs=0.02), kind
+    kinds = set().union(*(set(f["messages_by_kind_per_s"]) | set(s["messages_by_kind_per_s"]) for f, s in runs))
+    for kind in kinds:
+        fun_x, stat_x = mean(lambda s: per_sim(s, kind))
+        assert stat_x == pytest.approx(fun_x, rel=0.2, abs=0.02), kind
     if bcast:
         # what the broadcast ranks send on their own: each client gets the rows its broadcast partner took from
         # the other clients and the peers, never its own back (Schaefers 2014, 4.2.6), so its SYNCs carry
         # (clients - 1) / clients of a window's rows and not all of them; and a window merges the SYNCs that
         # come close together, as many as the fitted spread of their gaps (workload.sync_gap_cv) brings
-        out = lambda s, k: s[k] * s["bcast_ranks"] / s["sims_per_s"]  # noqa: E731
         for key in ("bcast_msgs_per_rank_s", "bcast_bytes_per_rank_s"):
-            assert out(stat, key) == pytest.approx(out(fun, key), rel=0.12), key
+            fun_x, stat_x = mean(lambda s: s[key] * s["bcast_ranks"] / s["sims_per_s"])
+            assert stat_x == pytest.approx(fun_x, rel=0.12), key
 
 
 def test_a_broadcast_rank_never_sends_a_client_its_own_rows(tmp_path):

@@ -208,7 +208,7 @@ def _tiny_engine_trace(directory, ranks=2, seconds=0.02):
 
     s = simulate(SimConfig(algo="treesplit", profile="local", nodes=ranks, seconds=seconds, warmup=0.0,
                            game="go", board=9, trace=str(directory), seed=3,
-                           # 2 x 40 in flight would be all start-up in 0.02 s; and a load rule fed by start-up's
+                           # 2 x 80 in flight would be all start-up in 0.02 s; and a load rule fed by start-up's
                            # load figures swings such a run's messages per simulation by 40% between two runs
                            params={"min_in_flight": 1, "balance_load": 0}))
     meta_file = directory / "meta.json"

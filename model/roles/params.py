@@ -44,11 +44,11 @@ class SearchParams:
 class HopParams(SearchParams):
     """What the algorithms whose simulations hop between ranks (treesplit, tds, hybrid, dfuct) add."""
 
-    min_in_flight: int = 40       # S_par / M at least this where simulations hop between ranks (1: S_par =
+    min_in_flight: int = 80       # S_par / M at least this where simulations hop between ranks (1: S_par =
     #                               (C-1) M O as in the thesis). O "should be sufficiently large to effectively
     #                               overlap communication" (Schaefers 2014, 4.2.4): a rank of one worker whose
     #                               simulations take 10-60 us waits 50-200 us for a hop and at O = 5 idles ~20%
-    #                               of the time; 40 pays at equal time (docs/ARCHITECTURE.md)
+    #                               of the time; 80 pays at equal time (docs/ARCHITECTURE.md)
 
     def in_flight(self, workers: int, hop_ranks: int) -> int:
         own = super().in_flight(workers, hop_ranks)
@@ -153,6 +153,7 @@ class DfuctParams(HopParams):
     #                               by more than this (0: Yoshizoe et al.; > 0 keeps jobs deeper on near-ties)
     balance_k: float = 1.2        # K: forward playouts while more than K S_par / M jobs wait here
     forward_playouts: bool = True
+    min_in_flight: int = 40       # a job's nodes stay warm in fewer of them (80: its 19x19 jobs ran 6% slower)
 
     def validate(self) -> None:
         super().validate()
