@@ -149,8 +149,8 @@ def test_idle_nap_slows_the_statistical_fidelity_like_the_functional():
     def run(fid, nap):
         # chain 1: the statistical fidelity does not model packages that chain simulations (params.chain);
         # its runs are cheap, and long enough that the nap's few percent stand out of their noise
-        # the thesis's S_par / M = W O: this engine's floor of simulations in flight keeps a rank busy through a nap
         extra = {"table_mb": 2, "chain": 1} if fid == "functional" else {}
+        # the thesis's S_par / M = W O: this engine's floor of simulations in flight keeps a rank busy through a nap
         return simulate(SimConfig(algo="treesplit", nodes=2, seconds=0.03 if fid == "functional" else 0.1,
                                   warmup=0.01, fidelity=fid,
                                   params={"io.idle_nap": nap, **thesis_rules("treesplit"), **extra}))
