@@ -303,11 +303,13 @@ def update_node(t, slot, r):
 
 @njit(cache=True, nogil=True, inline="always")
 def amaf_in(n_children, cm, av, aw, slot, amaf, player, r):
-    # Plain adds: a rare AMAF sample lost between threads costs less than an atomic per child.
+    # Plain adds: a rare AMAF sample lost between threads costs less than an atomic per child. No branch on
+    # the map: whether the player played a child's move first is a coin flip per child, and a mispredicted
+    # branch per child made a 19x19 node's pass 1.5 us instead of 0.7 (adding 0 leaves a sum as it was).
     for j in range(n_children[slot]):
-        if amaf[cm[slot, j]] == player:
-            av[slot, j] += 1
-            aw[slot, j] += r
+        m = amaf[cm[slot, j]] == player
+        av[slot, j] += m
+        aw[slot, j] += r * m
 
 
 @njit(cache=True, nogil=True)

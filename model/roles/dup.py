@@ -65,6 +65,19 @@ def dup_row_in(row_of, ready, slot):
     return -1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def amaf_shared_in(n_children, cm, av, aw, dan, daw, slot, row, amaf, player, r):
+    """uct.amaf_in on a duplicated node (table slot, DupTable row): the table's AMAF counts and the row's
+    unsent ones in one pass over the children (dan, daw: the DupTable's an, aw)."""
+    for j in range(n_children[slot]):
+        m = amaf[cm[slot, j]] == player
+        x = r * m
+        av[slot, j] += m
+        aw[slot, j] += x
+        dan[row, j] += m
+        daw[row, j] += x
+
+
 @njit(cache=True, nogil=True)
 def dup_row(dt, slot):
     """Row of a duplicated node usable here, or -1."""

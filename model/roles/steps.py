@@ -25,7 +25,7 @@ from numba import njit
 from model import game
 from model.atomics import atomic_add, atomic_add2, atomic_load
 from model.ownership import owner
-from model.roles.dup import dup_row_in
+from model.roles.dup import amaf_shared_in, dup_row_in
 from model.tt import UNEXPANDED, lookup, lookup_in
 from model.uct import (P_EXPAND, P_EXPAND_NODE, P_MAX_DEPTH, P_RAVE, P_SUPERKO, P_VLOSS, _repeats, amaf_in, expand,
                        select_in)
@@ -219,25 +219,23 @@ def update_steps(t, dt, g, steps, n, me, result, amaf, p, y, n_ranks, local_slot
                 atomic_add2(vl, slot, j, -1)
         atomic_add(visits, slot, 1)
         atomic_add(value, slot, r)
+        row = dup_row_in(row_of, ready, slot) if track else -1
         if rave and j >= 0:
-            amaf_in(n_children, cm, av, aw, slot, amaf, pl, r)
+            if row >= 0:
+                # plain adds, as for the tree's own AMAF (uct.amaf_in): an atomic per child made an update
+                # through the shared 19x19 root ~0.8 us dearer; with several workers a sample may rarely be
+                # lost or sent twice, which a heuristic count tolerates
+                amaf_shared_in(n_children, cm, av, aw, dan, daw, slot, row, amaf, pl, r)
+            else:
+                amaf_in(n_children, cm, av, aw, slot, amaf, pl, r)
         if not track:
             continue
-        row = dup_row_in(row_of, ready, slot)
         if row >= 0:
             atomic_add(node_n, row, 1)
             atomic_add(node_w, row, r)
             if j >= 0:
                 atomic_add2(dn, row, j, 1)
                 atomic_add2(dw, row, j, r)
-                if rave:
-                    # plain adds, as for the tree's own AMAF (uct.amaf_in): an atomic per child made an
-                    # update through the shared 19x19 root ~0.8 us dearer; with several workers a sample may
-                    # rarely be lost or sent twice, which a heuristic count tolerates
-                    for c in range(n_children[slot]):
-                        if amaf[cm[slot, c]] == pl:
-                            dan[row, c] += 1
-                            daw[row, c] += r
                 thr = min(y[Y_NSYNC_MAX], max(y[Y_NSYNC_MIN], y[Y_ALPHA] * cv[slot, j]))
                 if dn[row, j] >= thr:
                     out_sync[ns] = row
