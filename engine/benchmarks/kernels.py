@@ -32,8 +32,8 @@ def register(kinds) -> None:
     p.add_argument("--boards", default="9", help="Go board sizes, comma-separated (default 9)")
     p.add_argument("--ranks", type=int, default=2, help="search ranks of the distributed run (default 2)")
     p.add_argument("--sims", type=int, default=20000,
-                   help="simulations per run, on every board (default 20000; a smaller tree hides what a hop "
-                        "costs: at 19x19, 4,500 read 0.2 us a hop where 45,000 read 7.9)")
+                   help="simulations per run, on every board (default 20000; far fewer leave the tree too small "
+                        "to show what a hop costs)")
     p.add_argument("--repeats", type=int, default=5, help="runs of each layout (default 5)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     add_output_flags(p)
