@@ -50,7 +50,7 @@ class SearchConfig:
     max_depth: int = uct.UctParams.max_depth
     superko: bool = uct.UctParams.superko
     # table and run
-    tt_mb: float = 256.0          # transposition table memory (MiB)
+    tt_mb: float = tt.BUDGET_MB   # transposition table memory (MiB)
     seed: int = 1
     threads: int = 1
     resign: float = 0.1           # resign when the best move's mean reward is below this (0: never)

@@ -26,6 +26,11 @@ from numba import njit, uint64
 from model.atomics import atomic_cas, atomic_load, atomic_store
 
 PROBES = 10
+# A search process's table (MiB), every algorithm's (the sequential search, tree threads, each MPI rank). A
+# 19x19 node takes ~9.4 kB, so this holds ~28,000 nodes: 5-8 s of one core's search from the empty board
+# (3,300-5,200 new nodes a second on the 2-core VMs). One budget for all, so that no algorithm's tree stops
+# growing sooner than another's in a comparison (when every probed slot is taken, a node stays a leaf).
+BUDGET_MB = 256.0
 EMPTY, LOCKED = 1, 0
 FIRST_SEARCH = 2
 # lookup outcomes

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from model.algorithms import ALGORITHMS, DISTRIBUTED
+from model.tt import BUDGET_MB
 
 # `treesplit --help` imports this module: the handlers import what they run (numba kernels, pandas, MPI, Bokeh)
 # when they are called, which keeps --help fast.
@@ -53,7 +54,8 @@ def register(sub) -> None:
                         "calibrate` measures what recording costs and fits a profile of the untraced engine (the "
                         "dashboards then show the gaps)")
     p.add_argument("--telemetry", default=None, metavar="HOST:PORT", help="push live telemetry (MPI algorithms)")
-    p.add_argument("--tt-mb", type=float, default=None, help="transposition table memory in MiB")
+    p.add_argument("--tt-mb", type=float, default=None,
+                   help=f"transposition table memory in MiB, per MPI rank (default {BUDGET_MB:g})")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="algorithm parameter, repeatable (e.g. c=0.5, rave=false, vloss=3)")
     p.add_argument("--seed", type=int, default=None)

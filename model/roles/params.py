@@ -14,6 +14,7 @@ from typing import Any
 from model.algorithms import DEFAULT_BCAST_RATIO, DEFAULT_GROUPS
 from model.config import check, from_dict
 from model.errors import ConfigError
+from model.tt import BUDGET_MB
 from model.uct import UctParams
 
 
@@ -21,7 +22,7 @@ from model.uct import UctParams
 class SearchParams:
     """What every distributed algorithm shares."""
 
-    table_mb: float = 64.0        # transposition table per rank (MiB)
+    table_mb: float = BUDGET_MB   # transposition table per rank (MiB)
     overload: int = 5             # O: simulations in flight per worker, S_par = (C-1) M O (Schaefers 2014, 4.2.4)
     fuse: bool = True             # a simulation's steps on one rank run as one package (treesplit, tds, root,
     #                               hybrid; leaf and dfuct always run one package per step)
