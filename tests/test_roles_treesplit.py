@@ -185,7 +185,7 @@ def test_a_walk_back_to_a_node_of_its_path_ends_there():
     """LOA has no repetition rule: four plies can lead back to the root's position. Selection then stops
     (played out from there), so no node is updated twice for one simulation and root visits stay equal to
     the simulations done."""
-    from model.roles.steps import select_steps
+    from model.roles.steps import new_kids, select_steps
 
     g, s = make_game("loa")
     h0 = game.hash(g, s)
@@ -219,13 +219,14 @@ def test_a_walk_back_to_a_node_of_its_path_ends_there():
     steps = np.zeros(8, STEP)
     steps[0]["hash"], steps[0]["idx"] = h0, 0
     path_pos = np.zeros(8, np.uint64)
+    kids = new_kids(role.t.child_move.shape[1])
     st, n, _ = select_steps(role.t, role.dt, g, back, role.p, new_rng(1), steps, 1, path_pos, role.history, 0, 1,
                             role.local_slots, True, np.zeros(8, np.int64),
-                            np.zeros(role.t.child_move.shape[1]))
+                            np.zeros(role.t.child_move.shape[1]), s, kids)
     assert (st, n) == (ST_PLAYOUT, 1)  # no record added: the root is not selected (nor updated) again
     st, n, _ = select_steps(role.t, role.dt, g, s.copy(), role.p, new_rng(1), steps, 0, path_pos, role.history, 0, 1,
                             role.local_slots, True, np.zeros(8, np.int64),
-                            np.zeros(role.t.child_move.shape[1]))
+                            np.zeros(role.t.child_move.shape[1]), s, kids)
     assert n >= 1 or st != ST_PLAYOUT  # from the root itself selection goes on as usual
 
 

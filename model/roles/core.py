@@ -54,8 +54,8 @@ from model.roles.dup import apply_rows, flush_rows, share_kept_root, share_root,
 from model.roles.dfuct_kernels import F_POP, F_REPORT, apply_reports, fill_frames, fold_result
 from model.roles.messages import (F_FRAMES, FRAME, HEAD, K_DUP, K_JOB, K_RESULT, body_frames, K_FWD, K_MERGE, K_MOVE, K_SYNC, K_UPDATE, NODE_ROW, STAT, STEP,
                                   body_amaf, body_rows, body_steps, head, record_size, write_head)
-from model.roles.steps import (ST_EXPAND, ST_LOSS, ST_MOVE, ST_PLAYOUT, add_path_vloss, copy_to, expand_node, playout,
-                               replay, select_steps, update_steps)
+from model.roles.steps import (ST_EXPAND, ST_LOSS, ST_MOVE, ST_PLAYOUT, add_path_vloss, copy_to, expand_node, new_kids,
+                               playout, replay, reset_kids, select_steps, update_steps)
 from model.tt import M_SEARCH, UNEXPANDED, lookup
 from model.uct import P_RAVE, P_VLOSS, expand
 
@@ -122,6 +122,7 @@ class Arrays(NamedTuple):
     dt: tuple             # model.roles.dup.DupTable
     g: np.ndarray         # the game's parameters
     root: np.ndarray      # the root position
+    kids: np.ndarray      # uint64[K, 3]   the root's children's hashes (model.roles.steps.new_kids)
     history: np.ndarray   # uint64[h]      positions of the game so far, sorted (superko)
     p: np.ndarray         # float64[15]    UCT parameters (model.uct.UctParams.to_array)
     y: np.ndarray         # float64[6]     synchronisation parameters (model.roles.steps.Y_*)
@@ -1322,6 +1323,7 @@ def start(c, buf):
     if slot == 0:
         return NO_ROOT
     cs.root_slot = slot
+    reset_kids(c.kids)
     cs.root_hash = h
     cs.root_pos = game.position_hash(c.g, c.root)
     cs.root_owner = owner(h, cs.M, cs.local_slots) if cs.M > 1 else 0
@@ -1496,15 +1498,20 @@ def _fused(c, slot, sc, logging):
     rng1, rngs, amafs, osync, odup = c.rng, c.rngs, c.amaf, c.osync[slot], c.odup[slot]
     for i in range(parts.shape[0]):
         parts[i] = 0
+    # from the root, select_steps copies the root position only for a simulation that stays here
+    lazy = s.n == 0 and s.kind != PK_PLAYOUT
     if s.replayed == 0 and sc.pos.shape[0] == root.shape[0] and sc.path.shape[0] >= path.shape[0]:
         # The package plays on its thread's position, warm in cache, not on the slot's, which with S_par
         # slots of 25 kB each (19x19) is cold by the time the package runs. s.replayed stays 0: what the
         # package leaves for later (a playout or selection here) replays steps[:s.n] first.
         pos, path = sc.pos, sc.path
-        replay(g, root, steps, s.n, pos, path)
-    elif s.replayed == 0:
+        if not lazy:
+            replay(g, root, steps, s.n, pos, path)
+    elif s.replayed == 0 and not lazy:
         replay(g, root, steps, s.n, pos, path)
         s.replayed = 1
+    if lazy:
+        path[0] = cs.root_pos
     rng = _rng_in(cs, s.sim_id, rng1, rngs, slot)
     rave = amafs.shape[1] > 0
     amaf = amafs[slot] if rave else sc.amaf_up
@@ -1517,7 +1524,7 @@ def _fused(c, slot, sc, logging):
             while True:
                 parts[PK_SELECT] += 1
                 st, n, arg = select_steps(t, dt, g, pos, p, rng, steps, n, path, history, me, kr, ls, insert,
-                                          pslots, sc.score)
+                                          pslots, sc.score, root, c.kids)
                 if logging:
                     _log(sc, PK_SELECT, s.sim_id)
                 if st == ST_EXPAND:
@@ -1571,7 +1578,7 @@ def _fused(c, slot, sc, logging):
         s.chain_edges += _edges(steps, n)
         s.chain_missing += missing
         s.sim_id = _label_in(cs, atomic_add(ids, 0, 1))
-        copy_to(pos, root)
+        s.replayed = 0  # select_steps copies the root to pos where the next simulation stays here
         n = 0
         path[0] = cs.root_pos
         insert = True
@@ -1614,17 +1621,21 @@ def _execute(c, pkg, sc):
         if logging:
             _log(sc, PK_UPDATE, s.sim_id)
         return
-    if s.replayed == 0:
+    cs = c.cs[0]
+    if s.replayed == 0 and s.n == 0 and kind == PK_SELECT:
+        c.path_pos[pkg, 0] = cs.root_pos  # select_steps copies the root where the simulation stays here
+    elif s.replayed == 0:
         replay(c.g, c.root, c.steps[pkg], s.n, c.pos[pkg], c.path_pos[pkg])
         s.replayed = 1
     rng = _rng(c, pkg)
-    cs = c.cs[0]
     n0 = s.n
     if kind == PK_SELECT:
         c.parts[pkg, PK_SELECT] = 1
         st, n, arg = select_steps(c.t, c.dt, c.g, c.pos[pkg], c.p, rng, c.steps[pkg], s.n, c.path_pos[pkg],
                                   c.history, cs.lrank, cs.kernel_ranks, cs.local_slots, s.insert != 0, c.pslots[pkg],
-                                  sc.score)
+                                  sc.score, c.root, c.kids)
+        if st != ST_MOVE:
+            s.replayed = 1
         s.n = n
         s.st = st
         s.arg = arg
@@ -1906,7 +1917,8 @@ def new_arrays(t, dt, g, root, history, p, y, *, world: int, M: int, glob, peers
     cs[0]["n_free"] = P
     sims = np.zeros(P, SIM)
     return Arrays(
-        t=t, dt=dt, g=g, root=np.asarray(root), history=history, p=p, y=y, cs=cs,
+        t=t, dt=dt, g=g, root=np.asarray(root), kids=new_kids(int(t.child_move.shape[1])), history=history, p=p,
+        y=y, cs=cs,
         cnt=np.zeros(len(COUNTS), np.int64), sent=np.zeros((world, 16), np.int64),
         sent_bytes=np.zeros((world, 16), np.int64), received=np.zeros(16, np.int64),
         ids=np.zeros(1, np.int64), halt=np.zeros(2, np.int64), glob=np.asarray(glob, np.int64),

@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit
 
 from model import game
-from model.atomics import atomic_add, atomic_add2, atomic_load
+from model.atomics import atomic_add, atomic_add2, atomic_load, atomic_store
 from model.ownership import owner
 from model.roles.dup import amaf_shared_in, dup_row_in
 from model.tt import UNEXPANDED, lookup, lookup_in
@@ -35,6 +35,7 @@ ST_MOVE, ST_EXPAND, ST_PLAYOUT, ST_LOSS = 0, 1, 2, 3
 # sync parameters (float64 array)
 Y_NSYNC_MIN, Y_NSYNC_MAX, Y_ALPHA, Y_NDUP, Y_TRACK, Y_DUP_DEPTH = 0, 1, 2, 3, 4, 5
 Y_LEN = 6
+KID_KNOWN = 1  # kids[j, 2]: the root's child j's hashes are filled in
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -43,6 +44,18 @@ def copy_to(dst, src):
     kernels of a search rank run without (model/borrowed_struct.py)."""
     for i in range(src.shape[0]):
         dst[i] = src[i]
+
+
+def new_kids(max_children: int) -> np.ndarray:
+    """select_steps' table of the root's children: per child index, the hash and the position hash after
+    its move, and whether they are filled in (KID_KNOWN). Cleared (reset_kids) whenever the root changes."""
+    return np.zeros((max_children, 3), np.uint64)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def reset_kids(kids):
+    for j in range(kids.shape[0]):
+        kids[j, 2] = 0
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -81,8 +94,19 @@ def _leaf(steps, n, h, me, player, pslots, slot):
     return n + 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _ready(g, root, s, steps, n, lazy):
+    """s := the position of steps[:n] if it is not yet (lazy); returns False (s is ready)."""
+    if lazy:
+        copy_to(s, root)
+        for k in range(n):
+            game.play(g, s, np.int64(steps[k].action))
+    return False
+
+
 @njit(cache=True, nogil=True, _nrt=False)
-def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, local_slots, insert, pslots, scores):
+def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, local_slots, insert, pslots, scores,
+                 root, kids):
     """Select from the node of position s (steps[:n] lead there) for as long as this rank may decide.
 
     insert: whether the node is to be stored (True for the root, after a MOVE and after an expansion; then
@@ -91,8 +115,15 @@ def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, 
     (outcome, n, arg): arg is the destination rank for ST_MOVE, the slot for ST_EXPAND, the player who made
     the losing move for ST_LOSS. scores: float64[max_children], scratch.
 
+    From the root (n = 0) s need not hold a position yet: it reads `root` and copies it to s only where the
+    simulation goes on here below the root. kids (uint64[max_children, 3], see new_kids) keeps, for each
+    child of the root, the hash and position hash after its move; so a simulation whose next node after the
+    root belongs to another rank leaves without a copy of the root (25 kB at 19x19, what a hop to its next
+    rank costs again). s holds the position on every outcome but ST_MOVE.
+
     Compiled without reference counting (it allocates nothing): a table's arrays counted in and out at
     every call of a helper made up a fifth of a search rank's time."""
+    lazy = n == 0
     max_depth = int(p[P_MAX_DEPTH])
     use_vl = p[P_VLOSS] > 0.0
     superko = p[P_SUPERKO] != 0.0
@@ -101,10 +132,11 @@ def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, 
     cm, cv, cw, av, aw, vl, pr = (t.child_move, t.child_visits, t.child_value, t.amaf_visits, t.amaf_value,
                                   t.vloss, t.prior)
     row_of, ready = dt.row_of, dt.ready
+    h = game.hash(g, root if lazy else s)
     while True:
-        h = game.hash(g, s)
         if n > 0 and _hash_on_path(steps, n, h):
             # back at a node of this path (as run_simulations: the walk ends, played out from here)
+            _ready(g, root, s, steps, n, lazy)
             return ST_PLAYOUT, n, 0
         slot = 0
         if n_ranks == 1:
@@ -121,22 +153,30 @@ def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, 
             elif insert:
                 return ST_MOVE, n, owner(h, n_ranks, local_slots)
             else:
+                _ready(g, root, s, steps, n, lazy)
                 return ST_PLAYOUT, n, 0  # not stored as far as this rank can tell: a leaf
-        player = game.to_move(g, s)
-        if game.is_terminal(g, s):
+        if n > 0:
+            lazy = _ready(g, root, s, steps, n, lazy)
+        at = root if lazy else s
+        player = game.to_move(g, at)
+        if game.is_terminal(g, at):
             # As in run_simulations: a finished game is no tree node (after two passes in Go its hash is the
             # position's before them), so no leaf record: nothing is updated or searched on from it.
+            _ready(g, root, s, steps, n, lazy)
             return ST_PLAYOUT, n, 0
         if slot == 0 or n >= max_depth:
+            _ready(g, root, s, steps, n, lazy)
             if slot != 0:
                 n = _leaf(steps, n, h, me, player, pslots, slot)
             return ST_PLAYOUT, n, 0
         nc = atomic_load(n_children, slot)
         if nc == UNEXPANDED:
+            _ready(g, root, s, steps, n, lazy)
             if n > 0 and visits[slot] < p[P_EXPAND_NODE]:  # as in run_simulations: a stored leaf for now
                 return ST_PLAYOUT, _leaf(steps, n, h, me, player, pslots, slot), 0
             return ST_EXPAND, n, slot
         if nc <= 0:
+            _ready(g, root, s, steps, n, lazy)
             return ST_PLAYOUT, _leaf(steps, n, h, me, player, pslots, slot), 0
         j = select_in(n_children, visits, cv, cw, av, aw, vl, pr, slot, p, rng, scores)
         if use_vl:
@@ -150,9 +190,18 @@ def select_steps(t, dt, g, s, p, rng, steps, n, path_pos, history, me, n_ranks, 
         steps[n].player = player
         steps[n].flags = 0
         n += 1
-        ok = game.play(g, s, np.int64(a))
-        pos = game.position_hash(g, s)
+        if lazy and atomic_load(kids[j:j + 1, 2], 0) == KID_KNOWN:
+            h, pos, ok = kids[j, 0], kids[j, 1], True
+        else:
+            lazy = _ready(g, root, s, steps, n - 1, lazy)
+            ok = game.play(g, s, np.int64(a))
+            h, pos = game.hash(g, s), game.position_hash(g, s)
+            if n == 1 and ok:
+                kids[j, 0] = h
+                kids[j, 1] = pos
+                atomic_store(kids[j:j + 1, 2], 0, KID_KNOWN)  # after its figures (threads share kids)
         if not ok or (superko and pos != path_pos[n - 1] and _repeats(pos, path_pos, n, history)):
+            _ready(g, root, s, steps, n, lazy)
             return ST_LOSS, n, player
         path_pos[n] = pos
         insert = cv[slot, j] >= expand_at
