@@ -12,8 +12,11 @@ is kept per time bin, so work can be booked ahead and out of order. A simulation
 per rank it visits, one more after an expansion, as the roles' select parts go), hops
 (MOVE), expansion, playout (forwarded as PLAYOUT_FWD when more than K S_par/M MOVEs wait at the rank,
 Schaefers 2014, 4.2.5: its recent MOVE rate times the time the simulation spent there), UPDATEs and the
-origin's final update are booked in order; the only event is its end, which starts the next simulation
-of its origin rank (S_par stays constant).
+origin's final update are booked in order; its end is an event, which starts the next simulation of its
+origin rank (S_par stays constant). A simulation that runs on its origin from root to update finishes in
+its package, which goes on with the origin's next one, as the roles' packages chain (SearchParams.chain):
+those are booked in the same event, one after another, ahead of what is booked later; one that leaves the
+origin ends the package, and the rest of it is booked in an event of its own, when it leaves.
 
 The IO core: a message waits for the loop to notice it (a random phase of an iteration) and for the
 iteration that handles it, whose length is poll_base + poll_per_peer * peers stretched by the IO core's
@@ -169,7 +172,11 @@ class StatWorld:
         rows = self.TRACE_ROWS if trace_writer is not None else 1
         self._margin = self.TRACE_MARGIN if trace_writer is not None else 0
         P = 2 * R + 2 * N  # IO cores, workers, sending NICs, receiving NICs
-        heap = max(self.s_par, self.per_rank * M) + B + 8
+        # a package runs the simulations that stay on their origin back to back (a leaf master with playout
+        # ranks does not chain: model/roles/core.py _new_sim)
+        chain = params.package_chain() if algo != "leaf" else 1
+        # an event per simulation in flight, and one more for a chaining package that ends before it does
+        heap = (2 if chain > 1 else 1) * max(self.s_par, self.per_rank * M) + B + 8
         nw = (workload.dup_nodes + 63) // 64
         self._dims = {"P": P, "R": R, "Wm": max(W, 1), "Q": Q, "heap": heap, "rows": rows, "M": max(M, 1), "B": B,
                       "cl": max(1, sum(len(x) for x in clients)), "Bx": Bx, "nw": nw,
@@ -212,6 +219,7 @@ class StatWorld:
         I[K.I_MERGE_EVERY] = int(getattr(params, "merge_every", 256))
         I[K.I_MERGE_DEPTH] = int(getattr(params, "merge_depth", 1))
         I[K.I_DUP] = workload.dup_nodes
+        I[K.I_CHAIN] = chain
         v["rs"][:], v["rd"][:len(rd)] = rs, rd
         I[K.I_TRACE] = int(trace_writer is not None)
         I[K.I_TRACE_ALL] = int(sample_rate >= 1.0)

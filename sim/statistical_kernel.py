@@ -41,7 +41,8 @@ D_REMOTE = 6  # distribution 6: remote steps; 0..5 are the package kinds' costs
 N_DISTS = 7
 DIST_CONST, DIST_LOGNORMAL, DIST_EMPIRICAL = range(3)
 A_TREESPLIT, A_TDS, A_ROOT, A_LEAF, A_HYBRID = range(5)
-EV_START, EV_DONE, EV_FLUSH, EV_LOAD = range(4)
+EV_START, EV_DONE, EV_FLUSH, EV_LOAD, EV_CHAIN, EV_RESUME = range(6)
+SIM_WHOLE, SIM_CHAINED, SIM_RESUME = range(3)  # what of a simulation _treesplit_sim books (its `part`)
 ST_DONE, ST_TRACE = range(2)
 
 # I: header of block offsets and sizes
@@ -51,9 +52,9 @@ ST_DONE, ST_TRACE = range(2)
 NH = 34
 # I: integer settings, then globals
 (I_ALGO, I_M, I_B, I_W, I_G, I_VIA_IO, I_FORWARD, I_MERGE_EVERY, I_MERGE_DEPTH, I_DUP, I_TRACE,
- I_TRACE_ALL, I_R, I_NODES, I_GROUPS, I_HOT_STEPS, I_HOT_W, I_AMAF, I_RAVE, I_ROWS) = range(NH, NH + 20)
-(G_HN, G_SEQ, G_NEXT_SIM, G_EVENTS, G_TCOUNT, G_PKN, G_MSGN) = range(NH + 20, NH + 27)
-N_IHEAD = NH + 27
+ I_TRACE_ALL, I_R, I_NODES, I_GROUPS, I_HOT_STEPS, I_HOT_W, I_AMAF, I_RAVE, I_ROWS, I_CHAIN) = range(NH, NH + 21)
+(G_HN, G_SEQ, G_NEXT_SIM, G_EVENTS, G_TCOUNT, G_PKN, G_MSGN) = range(NH + 21, NH + 28)
+N_IHEAD = NH + 28
 # F: float settings, then the clock
 (C_O, C_PM, C_PB, C_SPB, C_L, C_GAP, C_GPB, C_EAGER, C_SHML, C_SHMG, C_NAP, C_OPM, C_PERPKG, C_FHELD, C_DELAY,
  C_EXPANDS, C_SYNCS, C_NODES, C_RATE, C_TOP, C_TAIL, C_SYNC_SHAPE, C_FLOAD, C_FMARGIN, C_FRATIO, C_LSHARE,
@@ -485,12 +486,10 @@ def _lighter(F, I, UL, NL, r, t, g0, Mg, wait):
 
 
 @njit(cache=True, nogil=True)
-def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
-    M = I[I_M]
-    G = I[I_G]
+def _plan(F, I, U, origin, g0, Mg):
+    """A simulation's path: the ranks it visits in turn (plan[:n_plan]), then from s0 the set of them with
+    its origin (plan[s0:s0 + n_steps])."""
     cur = 0 if I[I_ALGO] == A_TDS else origin
-    Mg = M // I[I_GROUPS]  # hybrid: a simulation stays in its origin's group of Mg ranks
-    g0 = origin - origin % Mg
     n_remote = _count(U, _draw(F, I, U, D_REMOTE))  # a whole number with the drawn mean
     plan = np.empty(2 * n_remote + 3, np.int64)  # the ranks visited, then (from n_remote + 1) the set of them
     plan[0] = cur
@@ -511,6 +510,24 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
         if new:
             plan[s0 + n_steps] = nxt
             n_steps += 1
+    return plan, n_plan, s0, n_steps
+
+
+@njit(cache=True, nogil=True)
+def _treesplit_sim(F, I, U, UL, NL, origin, t, sid, part):
+    """Book a treesplit, tds or hybrid simulation from t on; returns when its origin counts it done and when
+    it left its origin (-1: it ran there from root to update). `part`: SIM_WHOLE all of it; SIM_CHAINED one
+    that a chaining package runs after its first (_start_sim): all of it if it stays on its origin, else
+    only its select there, with which the package ends (then it returns -1 and when it leaves); SIM_RESUME
+    the rest of such a one, from its first hop on. Nothing of a simulation is kept between events, so the
+    rest takes a path drawn anew among those that leave the origin, as the one drawn before did."""
+    M = I[I_M]
+    G = I[I_G]
+    Mg = M // I[I_GROUPS]  # hybrid: a simulation stays in its origin's group of Mg ranks
+    g0 = origin - origin % Mg
+    plan, n_plan, s0, n_steps = _plan(F, I, U, origin, g0, Mg)
+    while part == SIM_RESUME and n_plan == 1:
+        plan, n_plan, s0, n_steps = _plan(F, I, U, origin, g0, Mg)
     new = True
     for i in range(n_steps):  # the origin hears the result: it counts the simulation done
         if plan[s0 + i] == origin:
@@ -531,7 +548,9 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
     top = _count(U, F[C_TOP])
     path = top + n_plan - 1 + _count(U, F[C_TAIL])
     r = origin
+    t_out = -1.0
     if plan[0] != origin:  # tds: to the root's owner, before anything is selected
+        t_out = t
         t = _msg(F, I, U, UL, NL, origin, t, plan[0], M_MOVE, _steps_bytes(0), sid, False, 1)
         r = plan[0]
     last = n_plan - 1
@@ -539,10 +558,16 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
     for k in range(n_plan):
         rid = plan[k]
         if k:
+            if t_out < 0.0:
+                t_out = t
             t = _msg(F, I, U, UL, NL, r, t, rid, M_MOVE, _steps_bytes(top + k - 1), sid, False, 1)
             r = rid
         t_here = t
+        if k == 0 and part == SIM_RESUME:  # selected in the package that ran it
+            continue
         t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
+        if k == 0 and last > 0 and part == SIM_CHAINED:
+            return -1.0, t
         if k < last:
             continue
         t = _maybe_expand(F, I, U, UL, NL, r, t, sid)
@@ -550,13 +575,16 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
     # Little's law, its recent MOVE rate times the time this simulation took there (its whole path is
     # booked at once, so the backlog it waited behind is behind it now)
     dst = -1
-    if F[C_FLOAD] > 0 and n_plan > 1:  # the role's own simulations mostly chain their playouts (kept here)
-        dst = _lighter(F, I, UL, NL, r, t, g0, Mg, t - t_here)
-    if dst < 0 and I[I_FORWARD] and F[I[H_RF] + r * N_RF + RF_MOVE_LAM] * (t - t_here) > F[C_FHELD]:
-        dst = g0 + int(_rand(U) * (Mg - 1))
-        if dst >= r:
-            dst += 1
+    if part != SIM_CHAINED:  # a chaining package's playouts are fused (model/roles/core.py _sim_pkg)
+        if F[C_FLOAD] > 0 and n_plan > 1:  # the role's own simulations mostly chain their playouts (kept here)
+            dst = _lighter(F, I, UL, NL, r, t, g0, Mg, t - t_here)
+        if dst < 0 and I[I_FORWARD] and F[I[H_RF] + r * N_RF + RF_MOVE_LAM] * (t - t_here) > F[C_FHELD]:
+            dst = g0 + int(_rand(U) * (Mg - 1))
+            if dst >= r:
+                dst += 1
     if dst >= 0:
+        if t_out < 0.0:
+            t_out = t
         t = _msg(F, I, U, UL, NL, r, t, dst, M_FWD, _steps_bytes(path), sid, False, 1)
         r = dst
     t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
@@ -574,17 +602,17 @@ def _treesplit_sim(F, I, U, UL, NL, origin, t, sid):
             end = _work(F, I, U, UL, NL, d, t_in, _draw(F, I, U, P_UPDATE), P_UPDATE, sid)
         if d == origin:
             t_done = end
-    push(F, I, t_done, EV_DONE, origin)
+    return t_done, t_out
 
 
 @njit(cache=True, nogil=True)
 def _root_sim(F, I, U, UL, NL, r, t, sid):
+    """Book a root-parallel simulation (all of it at r) from t on; returns when it ends."""
     t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_SELECT), P_SELECT, sid)
     t = _maybe_expand(F, I, U, UL, NL, r, t, sid)
     t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_PLAYOUT), P_PLAYOUT, sid)
     I[I[H_RI] + r * N_RI + RI_PLAYOUTS] += I[I_G]
-    t = _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_UPDATE), P_UPDATE, sid)
-    push(F, I, t, EV_DONE, r)
+    return _work(F, I, U, UL, NL, r, t, _draw(F, I, U, P_UPDATE), P_UPDATE, sid)
 
 
 @njit(cache=True, nogil=True)
@@ -626,68 +654,152 @@ def _leaf_sim(F, I, U, UL, NL, master, t, sid):
 
 @njit(cache=True, nogil=True)
 def _start_sim(F, I, U, UL, NL, WU, WA, origin):
-    I[I[H_RI] + origin * N_RI + RI_STARTED] += 1
-    sid = I[G_NEXT_SIM]
-    I[G_NEXT_SIM] = sid + 1
+    """Start a simulation of `origin` now and book it. One that runs on its origin from root to update
+    finishes in the package it started in, which goes on with the origin's next simulation from the root
+    (the roles' chain, model/roles/core.py _fused): up to I_CHAIN simulations in a row, unless a SYNC is
+    due at an update. They are booked here one after another, so each has the origin's worker before
+    anything booked later: the package keeps its worker, ahead of the queue. One that leaves the origin
+    ends the package with its select there; the rest of it is booked when its MOVE leaves (EV_RESUME), as
+    a simulation is booked when it starts. What a package finished counts as done when it ends (the
+    roles' _chain_settle, EV_CHAIN)."""
     t = F[C_NOW]
     a = I[I_ALGO]
-    if a == A_TREESPLIT or a == A_TDS or a == A_HYBRID:
-        _treesplit_sim(F, I, U, UL, NL, origin, t, sid)
-    elif a == A_ROOT:
-        _root_sim(F, I, U, UL, NL, origin, t, sid)
+    left = I[I_CHAIN] - 1
+    k = 0  # simulations this package finished before this one
+    while True:
+        I[I[H_RI] + origin * N_RI + RI_STARTED] += 1
+        sid = I[G_NEXT_SIM]
+        I[G_NEXT_SIM] = sid + 1
+        if a == A_LEAF:
+            _leaf_sim(F, I, U, UL, NL, origin, t, sid)
+            return
+        if a == A_ROOT:
+            t_done, t_out = _root_sim(F, I, U, UL, NL, origin, t, sid), -1.0
+        else:
+            t_done, t_out = _treesplit_sim(F, I, U, UL, NL, origin, t, sid, SIM_CHAINED if k else SIM_WHOLE)
+        if t_out < 0.0 and left > 0 and _no_sync_due(F, I, U, origin):
+            k += 1
+            left -= 1
+            t = t_done
+            continue
+        if k:
+            push(F, I, t_done if t_out < 0.0 else t_out, EV_CHAIN, origin + I[I_M] * k)
+        if k and t_out >= 0.0:
+            push(F, I, t_out, EV_RESUME, origin + I[I_M] * sid)
+        else:
+            push(F, I, t_done, EV_DONE, origin)
+        return
+
+
+@njit(cache=True, nogil=True)
+def _resume(F, I, U, UL, NL, arg):
+    """Simulation arg // M of origin arg % M leaves the chaining package that selected from its root: the
+    rest of it."""
+    M = I[I_M]
+    t_done, _ = _treesplit_sim(F, I, U, UL, NL, arg % M, F[C_NOW], arg // M, SIM_RESUME)
+    push(F, I, t_done, EV_DONE, arg % M)
+
+
+@njit(cache=True, nogil=True)
+def _no_sync_due(F, I, U, r):
+    """Whether r's next completion passes no SYNC gap (see _syncs): then it is counted towards the next gap
+    here, for a simulation that finishes in a chaining package; else _done counts it and sends the SYNC."""
+    if I[I_ALGO] == A_ROOT:
+        return True
+    acc = I[H_RF] + r * N_RF + RF_SYNC_ACC
+    nxt = I[H_RF] + r * N_RF + RF_SYNC_NEXT
+    if F[nxt] == 0.0:  # the rank's first gap
+        F[nxt] = _sync_gap(F, U)
+    x = F[C_SYNCS] * I[I_G]
+    if F[acc] + x >= F[nxt]:
+        return False
+    F[acc] += x
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _completed(F, I, U, r, k):
+    """k simulations of origin r completed: counted, with the nodes they stored."""
+    G = I[I_G]
+    a = I[I_ALGO]
+    ri = I[H_RI] + r * N_RI
+    I[ri + RI_SIMS_DONE] += G * k
+    if a == A_ROOT or a == A_LEAF:
+        I[ri + RI_NODES] += G * k
     else:
-        _leaf_sim(F, I, U, UL, NL, origin, t, sid)
+        n = F[C_NODES] * G * k
+        ni = int(n)
+        I[ri + RI_NODES] += ni + (1 if _rand(U) < n - ni else 0)
+
+
+@njit(cache=True, nogil=True)
+def _syncs(F, I, U, UL, NL, WU, WA, r, t):
+    """A simulation of origin r completed at t: the SYNCs that came due."""
+    G = I[I_G]
+    # a rank's SYNCs are due when its completed simulations (in units of 1 / syncs_per_sim) pass the
+    # next gap; gaps drawn with the roles' spread (workload.sync_gap_cv) bunch some SYNCs closer than
+    # even spacing would, and a broadcast window then merges them as the roles' are merged
+    acc = I[H_RF] + r * N_RF + RF_SYNC_ACC
+    nxt = I[H_RF] + r * N_RF + RF_SYNC_NEXT
+    if F[nxt] == 0.0:  # the rank's first gap
+        F[nxt] = _sync_gap(F, U)
+    F[acc] += F[C_SYNCS] * G
+    while F[acc] >= F[nxt]:
+        # several due at once (short gaps, or a bundle of simulations) are as many SYNCs: syncs_per_sim
+        # and sync_rows are fitted per message
+        F[acc] -= F[nxt]
+        F[nxt] = _sync_gap(F, U)
+        _send_syncs(F, I, U, UL, NL, WU, WA, r, t, 1)
+
+
+@njit(cache=True, nogil=True)
+def _merges(F, I, U, UL, NL, r, k, t):
+    """k more of r's own simulations completed at t: root parallelisation between groups (root: every rank
+    a group of its own) sends every merge_every own simulations one MERGE to every search rank of the other
+    groups, applied there in a sync package."""
+    a = I[I_ALGO]
+    if a != A_ROOT and a != A_HYBRID:
+        return
+    ri = I[H_RI] + r * N_RI
+    before = I[ri + RI_DONE_LOCAL]
+    I[ri + RI_DONE_LOCAL] += I[I_G] * k
+    me = I[I_MERGE_EVERY]
+    M = I[I_M]
+    Mg = M // I[I_GROUPS]
+    if I[I_GROUPS] > 1 and I[ri + RI_DONE_LOCAL] // me > before // me:
+        nb = _rows_bytes(I, I[I_MERGE_DEPTH])
+        for d in range(M):
+            if d // Mg != r // Mg:
+                t_in = _msg(F, I, U, UL, NL, r, t, d, M_MERGE, nb, -1, True, 1)
+                _work(F, I, U, UL, NL, d, t_in, _draw(F, I, U, P_SYNC), P_SYNC, -1)
 
 
 @njit(cache=True, nogil=True)
 def _done(F, I, U, UL, NL, WU, WA, r):
     """A simulation of origin r ended: count it, maybe synchronise, start the next (S_par stays). Leaf: r is
     the master + M x the playout rank of its job (0: played at the master), whose job is backed up now."""
-    G = I[I_G]
     a = I[I_ALGO]
     if a == A_LEAF:
         wr = r // I[I_M]
         r = r % I[I_M]
         if wr > 0:
             I[I[H_RI] + wr * N_RI + RI_JOBS] -= 1
-    ri = I[H_RI] + r * N_RI
-    I[ri + RI_SIMS_DONE] += G
     t = F[C_NOW]
-    if a == A_ROOT or a == A_LEAF:
-        I[ri + RI_NODES] += G
-    else:
-        n = F[C_NODES] * G
-        ni = int(n)
-        I[ri + RI_NODES] += ni + (1 if _rand(U) < n - ni else 0)
-        # a rank's SYNCs are due when its completed simulations (in units of 1 / syncs_per_sim) pass the
-        # next gap; gaps drawn with the roles' spread (workload.sync_gap_cv) bunch some SYNCs closer than
-        # even spacing would, and a broadcast window then merges them as the roles' are merged
-        acc = I[H_RF] + r * N_RF + RF_SYNC_ACC
-        nxt = I[H_RF] + r * N_RF + RF_SYNC_NEXT
-        if F[nxt] == 0.0:  # the rank's first gap
-            F[nxt] = _sync_gap(F, U)
-        F[acc] += F[C_SYNCS] * G
-        while F[acc] >= F[nxt]:
-            # several due at once (short gaps, or a bundle of simulations) are as many SYNCs: syncs_per_sim
-            # and sync_rows are fitted per message
-            F[acc] -= F[nxt]
-            F[nxt] = _sync_gap(F, U)
-            _send_syncs(F, I, U, UL, NL, WU, WA, r, t, 1)
-    if a == A_ROOT or a == A_HYBRID:
-        # root parallelisation between groups (root: every rank a group of its own): every merge_every own
-        # simulations one MERGE to every search rank of the other groups, applied there in a sync package
-        before = I[ri + RI_DONE_LOCAL]
-        I[ri + RI_DONE_LOCAL] += G
-        me = I[I_MERGE_EVERY]
-        M = I[I_M]
-        Mg = M // I[I_GROUPS]
-        if I[I_GROUPS] > 1 and I[ri + RI_DONE_LOCAL] // me > before // me:
-            nb = _rows_bytes(I, I[I_MERGE_DEPTH])
-            for d in range(M):
-                if d // Mg != r // Mg:
-                    t_in = _msg(F, I, U, UL, NL, r, t, d, M_MERGE, nb, -1, True, 1)
-                    _work(F, I, U, UL, NL, d, t_in, _draw(F, I, U, P_SYNC), P_SYNC, -1)
+    _completed(F, I, U, r, 1)
+    if a != A_ROOT and a != A_LEAF:
+        _syncs(F, I, U, UL, NL, WU, WA, r, t)
+    _merges(F, I, U, UL, NL, r, 1, t)
     _start_sim(F, I, U, UL, NL, WU, WA, r)
+
+
+@njit(cache=True, nogil=True)
+def _chain_done(F, I, U, UL, NL, arg):
+    """A chaining package of origin arg % M ended: the arg // M simulations it finished before the one it
+    ended with count as done now (the one it ended with counts when that ends, _done)."""
+    M = I[I_M]
+    r, k = arg % M, arg // M
+    _completed(F, I, U, r, k)
+    _merges(F, I, U, UL, NL, r, k, F[C_NOW])
 
 
 # --- synchronisation and broadcast ---------------------------------------------------------------------
@@ -929,6 +1041,10 @@ def run_until(F, I, U, UL, NL, WU, WA, t_end, margin):
             _done(F, I, U, UL, NL, WU, WA, arg)
         elif kind == EV_START:
             _start_sim(F, I, U, UL, NL, WU, WA, arg)
+        elif kind == EV_CHAIN:
+            _chain_done(F, I, U, UL, NL, arg)
+        elif kind == EV_RESUME:
+            _resume(F, I, U, UL, NL, arg)
         elif kind == EV_FLUSH:
             _flush(F, I, U, UL, NL, WU, WA, arg)
         else:

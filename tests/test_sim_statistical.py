@@ -147,9 +147,9 @@ def test_idle_nap_slows_the_statistical_fidelity_like_the_functional():
     """io.idle_nap: an idle IO core sees input only at the end of its nap, so lightly loaded ranks wait
     for moves and updates; both fidelities lose worker time to it."""
     def run(fid, nap):
-        # chain 1: the statistical fidelity does not model packages that chain simulations (params.chain);
-        # its runs are cheap, and long enough that the nap's few percent stand out of their noise
-        extra = {"table_mb": 2, "chain": 1} if fid == "functional" else {}
+        # the statistical fidelity's runs are cheap, and long enough that the nap's few percent stand out of
+        # their noise
+        extra = {"table_mb": 2} if fid == "functional" else {}
         # the thesis's S_par / M = W O: this engine's floor of simulations in flight keeps a rank busy through a nap
         return simulate(SimConfig(algo="treesplit", nodes=2, seconds=0.03 if fid == "functional" else 0.1,
                                   warmup=0.01, fidelity=fid,
@@ -167,7 +167,7 @@ def test_batched_records_share_the_mpi_overhead_like_the_functional():
     the rest of a message's handling, both fidelities' IO cores get through the same traffic for less, so
     the ranks run more simulations for the same messages per simulation."""
     def run(fid, batched):
-        extra = {"table_mb": 2, "chain": 1} if fid == "functional" else {}
+        extra = {"table_mb": 2} if fid == "functional" else {}
         return simulate(SimConfig(algo="treesplit", nodes=2, seconds=0.03 if fid == "functional" else 0.1,
                                   warmup=0.01, fidelity=fid,
                                   params={"network.overhead": "3e-5", "io.batched": batched, **extra}))

@@ -215,6 +215,26 @@ def test_messages_bytes_and_hops_per_simulation_agree_with_functional(tmp_path, 
             assert stat_x == pytest.approx(fun_x, rel=0.12), key
 
 
+def test_a_package_chains_the_simulations_that_stay_on_their_origin():
+    """A simulation that runs on its origin from root to update finishes in the package it started in, which
+    goes on with the origin's next one ahead of the queue, up to SearchParams.chain in a row, as the roles'
+    packages do (model/roles/core.py _fused). In tds the root's owner needs no hop to the root, so its own
+    simulations chain (here, with one remote step each, half of them stay on it): it completes more of the
+    simulations than with a package per simulation, and a simulation hops less."""
+    def owner_share_and_hops(chain):
+        cfg = SimConfig(algo="tds", nodes=2, fidelity="statistical",
+                        params={"node.cores": 1, "chain": chain, "workload.remote_steps": 1}, **GO9)
+        p = prepare(cfg, steady(cfg))
+        s = run(p)
+        done = [c[0] for c in p.world.counters()]
+        return done[0] / sum(done), s["hops_per_sim"]
+
+    one, many = owner_share_and_hops(1), owner_share_and_hops(64)
+    assert one[0] == pytest.approx(0.5, abs=0.05)
+    assert many[0] > one[0] + 0.04
+    assert many[1] < one[1] - 0.03
+
+
 def test_a_broadcast_rank_never_sends_a_client_its_own_rows(tmp_path):
     """One search rank and its broadcast rank: the search rank's SYNCs reach nobody else, so nothing comes
     back (model/roles/broadcast.py never echoes a client's rows)."""
@@ -229,16 +249,20 @@ def test_a_broadcast_rank_never_sends_a_client_its_own_rows(tmp_path):
 def test_message_sizes_are_the_records_of_messages_py(tmp_path):
     """Every message the kernel charges has the size model/roles/messages.py gives a record of its kind with
     whole counts: step records (MOVE), step records and the board's AMAF map (UPDATE, RESULT), statistics
-    rows (SYNC); and per kind the mean size is the functional fidelity's."""
+    rows (SYNC); and per kind the mean size is the functional fidelity's. On `steady` costs: with the local
+    profile's rare multi-millisecond packages the 0.15 s run of seed 0 stalls at a few hundred MOVEs, and the
+    kernel's mean MOVE ran 9-12% over the roles' there (seeds 1-3: 0-4%; steady, seeds 0-2: 0-1.5%)."""
     from model.roles.messages import HEAD, STAT, STEP, record_size
 
     amaf = record_size(0, False, 0, 82) - HEAD  # 9x9: 81 points and a pass, padded to 8 bytes
     cases = {"treesplit": ("MOVE", "UPDATE", "SYNC"), "leaf": ("JOB", "RESULT")}
     for algo, kinds in cases.items():
         base = SimConfig(algo=algo, nodes=2, params={"table_mb": 2, "game.komi": 7.0, "node.cores": 1}, **GO9)
-        fun = simulate(dataclasses.replace(base, fidelity="functional", trace=str(tmp_path / algo / "f")))
+        prof = steady(base)
+        fun = simulate(dataclasses.replace(base, fidelity="functional", trace=str(tmp_path / algo / "f")),
+                       profile=prof)
         simulate(dataclasses.replace(base, fidelity="statistical", workload=fun["trace"],
-                                     trace=str(tmp_path / algo / "s")))
+                                     trace=str(tmp_path / algo / "s")), profile=prof)
         f_ms, s_ms = read_trace(tmp_path / algo / "f").messages, read_trace(tmp_path / algo / "s").messages
         for kind in kinds:
             b = s_ms.loc[s_ms["kind"] == kind, "bytes"].to_numpy()

@@ -189,7 +189,7 @@ class HybridSearch(TreesplitSearch):
         self.layout = groups.layout
         self._set(accept=int(self.a.cs[0]["accept"]) | (1 << CODE[MERGE]))
         self.merging = G > 1
-        self.chain = min(self.chain, self.hparams.merge_every)  # no package finishes more than a merge period
+        self.chain = self.hparams.package_chain()
         self.merged = np.zeros(0, np.uint64)
         self.peers = [r for h in range(G) if h != group for r in groups.search(h)]
         if self.merging:

@@ -35,6 +35,13 @@ class SearchParams:
         may move among `hop_ranks` ranks."""
         return max(1, workers) * self.overload
 
+    def package_chain(self) -> int:
+        """The most simulations one package runs back to back: `chain` where packages fuse (else 1), and no
+        more than a merge period where ranks merge their trees (root, hybrid: no package finishes more)."""
+        chain = self.chain if self.fuse else 1
+        merge_every = getattr(self, "merge_every", None)
+        return min(chain, merge_every) if merge_every else chain
+
     def validate(self) -> None:
         check(self.table_mb > 0, "table_mb", "must be > 0")
         check(isinstance(self.overload, int) and self.overload >= 1, "overload", "must be an integer >= 1")

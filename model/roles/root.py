@@ -34,7 +34,7 @@ class RootSearch(TreesplitSearch):
         # every node is this rank's own; adopting a node reads its statistics, so no update may run meanwhile;
         # increments go out on the merge period only
         self._set(kernel_ranks=1, adopt=1, gate_syncs=1, dup_kind=CODE[MERGE], sync_kind=CODE[MERGE],
-                  merge_every=rp.merge_every, chain=min(self.chain, rp.merge_every), accept=1 << CODE[MERGE])
+                  merge_every=rp.merge_every, chain=rp.package_chain(), accept=1 << CODE[MERGE])
         self.y[Y_TRACK] = float(self.M > 1)
         self.y[Y_DUP_DEPTH] = rp.merge_depth
         self.y[Y_NDUP] = max(1, rp.merge_min_visits) if self.M > 1 else math.inf
