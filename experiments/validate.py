@@ -698,6 +698,7 @@ class TraceRun:
     komi: float
     machine: str
     measured: dict[str, float]
+    seed: int = 0  # the run's random seed: a reproduction draws the same streams where the runtime lets it
 
     @property
     def name(self) -> str:
@@ -729,7 +730,8 @@ def load_trace_run(path: str | Path) -> TraceRun:
         raise UserError(f"--traces {p}: algorithm {algo!r} is not one the simulator runs over MPI ranks")
     return TraceRun(p, case, int(ranks.get("broadcast", 0)), float(summary["seconds"]),
                     dict(meta.get("params") or {}), float((meta.get("extra") or {}).get("komi", 7.0)),
-                    str(meta.get("machine", "?")), {f: float(summary[f]) for f in FIGURES})
+                    str(meta.get("machine", "?")), {f: float(summary[f]) for f in FIGURES},
+                    int(meta.get("seed") or 0))
 
 
 def find_trace_runs(dirs: list[str | Path]) -> list[TraceRun]:
@@ -780,8 +782,9 @@ class TraceValidateConfig:
 
 def validate_traces(cfg: TraceValidateConfig,
                     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)) -> dict[str, Any]:
-    """Predict each traced run with the simulator, calibrated (a) on that run's own trace ("reproduce") and
-    (b) on the base trace only ("predict"), and compare with what the run measured."""
+    """Predict each traced run with the simulator (drawing from the run's own seed), calibrated (a) on that
+    run's own trace ("reproduce") and (b) on the base trace only ("predict"), and compare with what the run
+    measured."""
 
     cfg.validate()
     runs = find_trace_runs(list(cfg.traces))
@@ -821,11 +824,12 @@ def validate_traces(cfg: TraceValidateConfig,
             else:
                 prof = base_prof
             secs = cfg.seconds or run.seconds
-            pred = predict(run.case, prof, secs, run.bcast_ranks, {**run.params, "game.komi": run.komi})
+            pred = predict(run.case, prof, secs, run.bcast_ranks, {**run.params, "game.komi": run.komi},
+                           seed=run.seed)
             r = row(run.case, run.measured, pred)
             r["config"] = f"{run.case.label} {mode}"
             on = run.name if mode == "reproduce" else base_run.name
-            r.update(mode=mode, trace=run.name, calibrated_on=on, in_sample=on == run.name,
+            r.update(mode=mode, trace=run.name, calibrated_on=on, in_sample=on == run.name, seed=run.seed,
                      bcast_ranks=run.bcast_ranks, seconds=secs, sim_wall_s=pred["wall_s"],
                      **bench_figures(bench, run.case))
             rows.append(r)
