@@ -359,12 +359,31 @@ def held_out_scale(ref: Case, case: Case, at_calibration: dict[str, float], seco
                    ) -> tuple[dict[str, float], float]:
     """(board_scale, drift) of a held-out case, probed right before it: `drift` is how much more a simulation
     costs on the reference's board now than when the reference was calibrated (the reference board's kernel
-    probe now against `at_calibration`, made right before the reference's runs). This VM's speed drifts by
+    probe now against `at_calibration`, the median of probes around the reference's runs; bracketed_drift
+    adds the probe after the case's runs). This VM's speed drifts by
     20-40% between minutes, and a profile calibrated in one minute carries that minute's speed into every
     prediction made with it; the held-out prediction scales the reference's package costs by both
     (cost_factors), so that it tests the model's transfer to another configuration, not the VM's minute."""
     now = kernel_probe(ref.game, ref.board, seconds)
     return board_scale(ref, case, seconds, there=now), now["simulation"] / at_calibration["simulation"]
+
+
+REF_PROBES = 3  # kernel probes that say the reference board's cost as the reference is calibrated
+
+
+def median_probe(probes: list[dict[str, float]]) -> dict[str, float]:
+    """Per kind, the median of several kernel probes: one 1-s probe on this VM lands anywhere within +-15% of
+    the minute's speed, and the probe the reference is calibrated against is the denominator of every
+    held-out row's drift, so one slow probe there made every held-out prediction as much too fast."""
+    return {k: float(np.median([p[k] for p in probes if k in p])) for k in probes[0]}
+
+
+def bracketed_drift(ref: Case, before: float, at_calibration: dict[str, float], seconds: float = KERNEL_PROBE_S
+                    ) -> float:
+    """A held-out case's drift from its probe before its runs (`before`) and one more of the reference's board
+    after them: their mean, so that the drift is the speed of the minutes the case ran in."""
+    after = kernel_probe(ref.game, ref.board, seconds)["simulation"] / at_calibration["simulation"]
+    return 0.5 * (before + after)
 
 
 def cost_factors(scale: dict[str, float], drift: float) -> dict[str, float]:
@@ -480,9 +499,11 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
             f"sharing the tree costs {100 * share:.1f}% per other thread (tree_share, in-sample rows only)")
     held: list[dict[str, Any]] = []
     own: list[dict[str, Any]] = []
-    # the reference board's kernel costs as the reference is calibrated (right before its runs, which come
-    # first): what each held-out case's drift is measured against (held_out_scale)
-    ref_probe = kernel_probe(ref_case.game, ref_case.board) if given is None else {}
+    # the reference board's kernel costs as the reference is calibrated (probes right before its runs, which
+    # come first, and one right after them; their median): what each held-out case's drift is measured against
+    # (held_out_scale). The dict is completed in place once the reference has run.
+    ref_probes = [kernel_probe(ref_case.game, ref_case.board) for _ in range(REF_PROBES - 1)] if given is None else []
+    ref_probe = median_probe(ref_probes) if ref_probes else {}
     ref_profiles: list[Any] = []  # one per repeat of the reference configuration: nothing else calibrates them
     failed: list[dict[str, str]] = []  # configurations whose engine run failed: named, not compared
     with tempfile.TemporaryDirectory(prefix="treesplit-validate-") as tmp:
@@ -507,6 +528,9 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
                     log(f"  [{i + 1}/{len(todo)}] {case.label:30s} FAILED: {e}")
                     continue
                 board_prof.setdefault((case.game, case.board), prof)
+                if case == ref_case and ref_probes:
+                    ref_probes.append(kernel_probe(ref_case.game, ref_case.board))
+                    ref_probe.update(median_probe(ref_probes))
             else:
                 held_row, own_row = _shared_case(case, cfg, given, board_prof, modelled_seq, ref_profiles,
                                                  ref_label, ref_case, ref_probe)
@@ -554,7 +578,7 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
     preds, held_preds, traced_runs, runs, factors, profs, uses = [], [], [], [], [], [], []
     is_ref = case == ref_case and given is None
     scale, drift = held_out_scale(ref_case, case, ref_probe) if given is None and not is_ref else ({}, 1.0)
-    costs = cost_factors(scale, drift)
+    held_runs = []  # (repeat, seconds, broadcast ranks) of each held-out prediction, made once the drift is known
     for k in range(cfg.run_repeats):
         trace = str(Path(tmp) / f"t{i}-{k}")
         if given is None:
@@ -571,11 +595,16 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
                 factors.append(probe[0])
             preds.append(predict(case, prof, secs, bcast, cfg.params, seed=k))
             if not is_ref:
-                held_preds.append(predict(case, ref_profiles[k % len(ref_profiles)].sim_scaled(costs), secs, bcast,
-                                          cfg.params, seed=k))
+                held_runs.append((k, secs, bcast))
         else:
             held_preds.append(predict(case, given, secs, bcast, cfg.params, seed=k))
         shutil.rmtree(trace, ignore_errors=True)
+    if held_runs:
+        drift = bracketed_drift(ref_case, drift, ref_probe)
+    costs = cost_factors(scale, drift)
+    for k, secs, bcast in held_runs:
+        held_preds.append(predict(case, ref_profiles[k % len(ref_profiles)].sim_scaled(costs), secs, bcast,
+                                  cfg.params, seed=k))
     if is_ref:
         ref_profiles.extend(profs)
     meas = _median(runs)
@@ -625,6 +654,8 @@ def _shared_case(case: Case, cfg: ValidateConfig, given, board_prof: dict, model
     # which a calibration made once per board carried into the tree prediction
     calibrated = calibrate_kernel(case.board, KERNEL_CALIBRATION_S) if given is None else None
     meas = measure_shared(case, cfg.run_seconds)
+    if given is None:
+        drift = bracketed_drift(ref_case, drift, ref_probe)
     refs = [given] if given is not None else [p.sim_scaled(cost_factors(scale, drift)) for p in ref_profiles]
     held = _median([predict(case, p, meas["seconds"], 0, {}, seed=0) for p in refs])
     held_row = row(case, meas, held, ("sims_per_s",), in_sample=False, calibrated_on=ref_label)

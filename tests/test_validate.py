@@ -339,9 +339,11 @@ def test_a_held_out_prediction_takes_the_machines_drift_since_the_reference_was_
     assert v.cost_factors(scale, drift)["playout"] == pytest.approx(4.0 * 1.2)
     assert v.scale_columns(scale, drift)["drift"] == pytest.approx(1.2)
 
-    # in validate(): the first probe (before the reference's runs) is what each case's drift is against
+    # in validate(): the median of the probes around the reference's runs (two before, one after) is what each
+    # case's drift is against, and a case's drift is the mean of its probes before and after its runs
+    assert v.median_probe([at_cal, slow, at_cal]) == at_cal
     fake_runs(monkeypatch)
-    probes = iter([at_cal] + [slow] * 50)
+    probes = iter([at_cal, at_cal] + [slow] * 50)
     monkeypatch.setattr(v, "kernel_probe", lambda game, board, seconds=1.0, timeout=120.0: next(probes))
     seen = []
 
