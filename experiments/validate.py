@@ -368,6 +368,7 @@ def held_out_scale(ref: Case, case: Case, at_calibration: dict[str, float], seco
     return board_scale(ref, case, seconds, there=now), now["simulation"] / at_calibration["simulation"]
 
 
+WARMUP_S = 15.0  # s of the reference's run before anything is measured (validate)
 REF_PROBES = 3  # kernel probes that say the reference board's cost as the reference is calibrated
 
 
@@ -482,14 +483,20 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
     configuration predicted by that profile."""
     cfg.validate()
     given = load_profile(cfg.profile) if cfg.profile else None
+    todo = cases(list(cfg.boards), cfg.quick)
+    ref_case = todo[0]
+    if given is None:
+        # This VM runs slow for the first 20-45 s of work after an idle spell (kernel probes 19-22 us a
+        # simulation, then 17-18), which the reference's probes and runs, coming first, would otherwise carry
+        # into every held-out row's drift: a run of the reference, measured nowhere, first.
+        log(f"warming the machine up ({WARMUP_S:.0f} s of {ref_case.label}) ...")
+        measure_mpi(ref_case, WARMUP_S, None, cfg.params, cfg.timeout)
     pp = None
     if given is None and cfg.pingpong:
         log("MPI ping-pong for the network parameters ...")
         pp = run_pingpong(2.0)
     base = load_profile("local")
     t_start = time.monotonic()
-    todo = cases(list(cfg.boards), cfg.quick)
-    ref_case = todo[0]
     ref_label = f"profile {given.name}" if given is not None else ref_case.label
     share = None  # NodeSpec.tree_share, measured for the in-sample rows of a case that shares a tree
     sharing = [c.threads for c in todo if c.algo == "tree"]

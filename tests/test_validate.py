@@ -344,7 +344,12 @@ def test_a_held_out_prediction_takes_the_machines_drift_since_the_reference_was_
     assert v.median_probe([at_cal, slow, at_cal]) == at_cal
     fake_runs(monkeypatch)
     probes = iter([at_cal, at_cal] + [slow] * 50)
-    monkeypatch.setattr(v, "kernel_probe", lambda game, board, seconds=1.0, timeout=120.0: next(probes))
+    events = []
+    monkeypatch.setattr(v, "kernel_probe", lambda game, board, seconds=1.0, timeout=120.0: (
+        events.append("probe"), next(probes))[1])
+    run = v.measure_mpi
+    monkeypatch.setattr(v, "measure_mpi", lambda case, secs, trace, *a, **k: (
+        events.append((case.label, secs, trace)), run(case, secs, trace, *a, **k))[1])
     seen = []
 
     def predict(case, prof, *a, **k):
@@ -354,6 +359,8 @@ def test_a_held_out_prediction_takes_the_machines_drift_since_the_reference_was_
     res = v.validate(v.ValidateConfig(boards=(9,), quick=True, repeats=1, pingpong=False), log=lambda s: None)
     held = [r for r in res["rows"] if not r["in_sample"]]
     assert held and all(r["drift"] == pytest.approx(1.2) for r in held)
+    # before anything is probed or measured, the machine warms up on a run of the reference that nothing reads
+    assert events[:3] == [("treesplit 2x1 9x9", v.WARMUP_S, None), "probe", "probe"]
     # the reference's trace (t0) calibrated its own in-sample prediction unscaled and every held-out one x 1.2
     # (the sequential row's in-sample prediction borrows the board's first calibration, unscaled)
     ref_playout = next(m for label, name, m in seen if label == "treesplit 2x1 9x9")
