@@ -483,6 +483,7 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
     configuration predicted by that profile."""
     cfg.validate()
     given = load_profile(cfg.profile) if cfg.profile else None
+    t_start = time.monotonic()
     todo = cases(list(cfg.boards), cfg.quick)
     ref_case = todo[0]
     if given is None:
@@ -496,7 +497,6 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
         log("MPI ping-pong for the network parameters ...")
         pp = run_pingpong(2.0)
     base = load_profile("local")
-    t_start = time.monotonic()
     ref_label = f"profile {given.name}" if given is not None else ref_case.label
     share = None  # NodeSpec.tree_share, measured for the in-sample rows of a case that shares a tree
     sharing = [c.threads for c in todo if c.algo == "tree"]
