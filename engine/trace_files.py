@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from engine.machine import machine_description, versions
 from model.errors import TraceError
-from model.trace import META_REQUIRED, SCHEMA_VERSION, TABLES, Meta, schema
+from model.trace import COLUMN_DEFAULTS, META_REQUIRED, READABLE_VERSIONS, SCHEMA_VERSION, TABLES, Meta, schema
 
 if TYPE_CHECKING:  # pandas only for the readers' results, which pyarrow makes: a rank that writes never loads it
     import pandas as pd
@@ -87,8 +87,13 @@ class _Table:
 
     def _table(self, columns: dict[str, Any]) -> pa.Table:
         arrays = []
+        n = len(next(iter(columns.values())))
         for (cname, typ) in TABLES[self.name]:
-            vals = columns[cname]
+            vals = columns.get(cname)
+            if vals is None and (self.name, cname) in COLUMN_DEFAULTS:
+                vals = np.full(n, COLUMN_DEFAULTS[self.name, cname])
+            elif vals is None:
+                raise KeyError(f"{self.name}: no column {cname!r}")
             if pa.types.is_dictionary(typ):
                 vals = vals if isinstance(vals, (list, np.ndarray)) else list(vals)
                 arrays.append(pa.array(vals, pa.string()).dictionary_encode().cast(typ))
@@ -161,8 +166,9 @@ class TraceWriter:
         # not at its first rows (a traced rank stood still for that long early in its run)
         pa.array([0], pa.int64())
 
-    def package(self, t_start: float, t_end: float, rank: int, worker: int, kind: str, sim_id: int = -1) -> None:
-        self.tables["packages"].append((t_start, t_end, rank, worker, kind, sim_id))
+    def package(self, t_start: float, t_end: float, rank: int, worker: int, kind: str, sim_id: int = -1,
+                steps: int = -1) -> None:
+        self.tables["packages"].append((t_start, t_end, rank, worker, kind, sim_id, steps))
 
     def message(self, t_send: float, t_recv: float, src: int, dst: int, kind: str, nbytes: int,
                 sim_id: int = -1) -> None:
@@ -240,12 +246,15 @@ def _read_table(path: Path, table: str) -> pa.Table:
         t = pq.read_table(path)
     except Exception as e:  # a truncated part (killed writer) is reported, not a traceback
         raise TraceError(f"{path}: unreadable parquet file ({e})") from None
-    missing = [n for n, _ in TABLES[table] if n not in t.column_names]
+    missing = [n for n, _ in TABLES[table] if n not in t.column_names and (table, n) not in COLUMN_DEFAULTS]
     if missing:
         raise TraceError(f"{path}: missing columns {missing}")
     # unify dictionary columns so tables from different parts concatenate
     arrays = []
     for n, typ in TABLES[table]:
+        if n not in t.column_names:  # a column newer than the file
+            arrays.append(pa.array(np.full(t.num_rows, COLUMN_DEFAULTS[table, n]), typ))
+            continue
         col = t.column(n)
         if pa.types.is_dictionary(typ):
             col = col.cast(pa.string()).dictionary_encode().cast(typ)
@@ -271,8 +280,9 @@ def read_meta(directory: str | Path) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise TraceError(f"{mp}: expected a JSON object")
     v = meta.get("schema_version")
-    if v != SCHEMA_VERSION:
-        raise TraceError(f"{mp}: schema_version {v!r} is not supported (this treesplit reads {SCHEMA_VERSION})")
+    if v not in READABLE_VERSIONS:
+        raise TraceError(f"{mp}: schema_version {v!r} is not supported (this treesplit reads "
+                         f"{', '.join(map(str, READABLE_VERSIONS))})")
     missing = [k for k in META_REQUIRED if k not in meta]
     if missing:
         raise TraceError(f"{mp}: missing fields {missing}")

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from model.roles.params import split_params
-from sim.profile import COST_KINDS
+from sim.profile import COST_KINDS, STEP_KINDS
 from sim.runtime import STATS_KINDS
 
 # |relative error| a held-out figure must stay within (issue 18): rates and fractions move with this
@@ -43,8 +43,9 @@ def fixed_by_construction(algo: str, figure: str, measured: float | None, predic
 
 def usage(tr) -> dict[str, float]:
     """Per simulation of a traced run: packages of each kind, packages in all, messages and statistics bytes
-    received. Counted over the recorded windows only (a probing trace records every other 0.1 s), with the
-    playout packages (one per simulation) as the count of simulations."""
+    received; and per part of the kinds whose cost grows with the tree steps, its mean steps (`<kind>_steps`,
+    where the trace says them). Counted over the recorded windows only (a probing trace records every other
+    0.1 s), with the playout packages (one per simulation) as the count of simulations."""
 
     pk = tr.packages
     kinds = pk["kind"].astype(str) if len(pk) else pk.get("kind")
@@ -53,6 +54,11 @@ def usage(tr) -> dict[str, float]:
         return {}
     out = {k: float((kinds == k).sum()) / sims for k in COST_KINDS}
     out["packages"] = float((kinds != "io").sum()) / sims
+    if "steps" in pk:
+        for k in STEP_KINDS:
+            st = pk.loc[(kinds == k) & (pk["steps"] >= 0), "steps"]
+            if len(st):
+                out[f"{k}_steps"] = float(st.mean())
     ms = tr.messages
     out["messages"] = float(len(ms)) / sims
     out["stats_bytes"] = (float(ms.loc[ms["kind"].astype(str).isin(STATS_KINDS), "bytes"].sum()) / sims
@@ -62,10 +68,17 @@ def usage(tr) -> dict[str, float]:
 
 def cost_terms(prof, use: dict[str, float]) -> dict[str, float]:
     """Seconds per simulation that each modelled cost of `prof` charges a run that does what `use` says (the
-    simulator's charges: a package's service time, per_package after it, o + per_message at both ends of a
-    message, stats_per_byte on shared-node statistics)."""
+    simulator's charges: a package's service time, for the tree steps its parts cover where both say them;
+    per_package after it, o + per_message at both ends of a message, stats_per_byte on shared-node
+    statistics)."""
 
-    terms = {f"{k} package cost": use.get(k, 0.0) * prof.costs[k].mean for k in COST_KINDS}
+    def per_part(k: str) -> float:
+        if k in prof.steps and f"{k}_steps" in use:
+            k0, k1 = prof.steps[k].coefficients()
+            return prof.costs[k].mean * (k0 + k1 * use[f"{k}_steps"])
+        return prof.costs[k].mean
+
+    terms = {f"{k} package cost": use.get(k, 0.0) * per_part(k) for k in COST_KINDS}
     terms["per-package bookkeeping (io.per_package)"] = use.get("packages", 0.0) * prof.io.per_package
     terms["per-message cost (network.overhead + io.per_message)"] = (
         2 * use.get("messages", 0.0) * (prof.network.overhead + prof.io.per_message))

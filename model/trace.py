@@ -14,7 +14,9 @@ from typing import Any
 import pyarrow as pa
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# versions a reader still takes: 1 lacks packages.steps (read as -1, unknown)
+READABLE_VERSIONS = (1, 2)
 
 PACKAGE_KINDS = ("select", "expand", "playout", "update", "sync", "bcast", "io")
 MESSAGE_KINDS = ("MOVE", "UPDATE", "DUP", "SYNC", "BCAST", "PLAYOUT_FWD", "PLAYOUT_RESULT", "CONTROL", "MERGE", "JOB", "RESULT")
@@ -24,7 +26,7 @@ _CAT = pa.dictionary(pa.int8(), pa.string())
 TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
     "packages": [
         ("t_start", pa.float64()), ("t_end", pa.float64()), ("rank", pa.int32()), ("worker", pa.int32()),
-        ("kind", _CAT), ("sim_id", pa.int64()),
+        ("kind", _CAT), ("sim_id", pa.int64()), ("steps", pa.int32()),
     ],
     "messages": [
         ("t_send", pa.float64()), ("t_recv", pa.float64()), ("src", pa.int32()), ("dst", pa.int32()),
@@ -41,6 +43,8 @@ TABLES: dict[str, list[tuple[str, pa.DataType]]] = {
         ("duplicated", pa.bool_()),
     ],
 }
+# columns a writer may leave out and a file of an older version lacks, with the value they then hold
+COLUMN_DEFAULTS = {("packages", "steps"): -1}
 CATEGORY_VALUES = {("packages", "kind"): PACKAGE_KINDS, ("messages", "kind"): MESSAGE_KINDS}
 META_REQUIRED = ("schema_version", "runtime", "algo", "game", "board", "params", "ranks", "threads",
                  "machine", "seed", "versions", "started_at", "t_end")

@@ -1,9 +1,10 @@
 """Fit a machine profile from an engine trace, plus an MPI ping-pong sweep run here (sim/pingpong.py).
 
 From the trace: one service-time distribution per package kind (the measured t_end - t_start of every
-package of that kind), the median size of each message kind, the workload of the traced algorithm
-(sim/workload.py, for the statistical fidelity), and the node layout (a node = one rank with the trace's
-threads, since engine traces on one machine put every rank on the same host). From the ping-pong: the LogGP
+package of that kind), how a select's and an update's cost grows with the tree steps it covered (step_costs;
+traces of schema version 2 say each part's steps), the median size of each message kind, the workload of the
+traced algorithm (sim/workload.py, for the statistical fidelity), and the node layout (a node = one rank with
+the trace's threads, since engine traces on one machine put every rank on the same host). From the ping-pong: the LogGP
 network (L, o, g, G) and the IO loop's poll cost (one MPI_Testsome, and its growth per posted request,
 our stand-in for "per peer"). Kinds the trace lacks, and the network with --no-pingpong, are taken from a
 base profile and the profile's `source` line says which.
@@ -32,7 +33,8 @@ from engine.trace_files import Trace, read_trace
 from model.errors import TraceError, UserError
 from model.game import game_title
 from sim.distributions import fit_distribution
-from sim.profile import COST_KINDS, SIM_KINDS, NetworkSpec, NodeSpec, Profile, ValueSource, profile_from_dict
+from sim.profile import (COST_KINDS, SIM_KINDS, STEP_KINDS, NetworkSpec, NodeSpec, Profile, StepCost, ValueSource,
+                         profile_from_dict)
 from sim.runtime import STATS_KINDS
 from sim.workload import fit_workload
 
@@ -228,6 +230,33 @@ def probe_factor(tr, min_windows: int = 4) -> tuple[float, int] | None:
     return float((sums[1, 0] / sums[1, 1]) / (sums[0, 0] / sums[0, 1])), min(counts)
 
 
+def step_costs(pk, want: tuple[str, ...] = STEP_KINDS) -> dict[str, StepCost]:
+    """Per kind whose parts' steps the trace gives (steps >= 0) and vary: the least-squares line of a part's
+    duration over its steps, and the mean steps per part. The longest 1% of the parts (a descheduled
+    thread, a page fault) are left out of the line, which a few of them would swing; the profile charges a
+    part the line's ratio at its steps to the line's at the mean times a draw from the kind's distribution,
+    which keeps them."""
+    out = {}
+    if "steps" not in pk or pk.empty:
+        return out
+    dur = (pk["t_end"] - pk["t_start"]).to_numpy()
+    kinds = pk["kind"].astype(str).to_numpy()
+    steps = pk["steps"].to_numpy()
+    for kind in want:
+        m = (kinds == kind) & (steps >= 0)
+        if m.sum() < 10 * MIN_SAMPLES or steps[m].min() == steps[m].max():
+            continue
+        x, y = steps[m].astype(np.float64), dur[m]
+        keep = y <= np.quantile(y, 0.99)
+        slope, base = np.polyfit(x[keep], y[keep], 1)
+        mean = float(x.mean())
+        slope = max(float(slope), 0.0)
+        base = max(float(base), 0.0)
+        if base + slope * mean > 0:
+            out[kind] = StepCost(mean=mean, base=base, slope=slope)
+    return out
+
+
 def calibrated_sources(base: Profile, fitted: dict[str, int], pingpong: bool) -> dict[str, ValueSource]:
     """[sources] of a calibrated profile: measured, except what it took from `base` (cost kinds the trace
     lacks; without a ping-pong the network and IO loop poll; always the eager threshold and the IO core's
@@ -290,8 +319,13 @@ def calibrate(trace: str | Path | Trace, base: Profile, name: str = "local", pin
                     tree_share=base.node.tree_share if tree_share is None else tree_share)
     node.validate()
     share = node.sharing_factor()
+    steps = step_costs(pk, tuple(k for k in STEP_KINDS if k in fitted))
+    if steps:
+        notes.append("cost per tree step: " + ", ".join(f"{k} {v.base * 1e6:.2f} + {v.slope * 1e6:.2f} us/step "
+                                                        f"(mean {v.mean:.2f} steps)" for k, v in steps.items()))
     if share != 1.0:
         costs = {k: (v.scaled(1 / share) if k in fitted and k in SIM_KINDS else v) for k, v in costs.items()}
+        steps = {k: StepCost(v.mean, v.base / share, v.slope / share) for k, v in steps.items()}
         notes.append(f"simulation costs divided by {share:.3f}: {threads - 1} workers shared each rank's tree "
                      f"(tree_share {node.tree_share:.3f})")
     network, io = base.network, base.io
@@ -357,6 +391,7 @@ def calibrate(trace: str | Path | Trace, base: Profile, name: str = "local", pin
               + (f"; {'; '.join(notes)}" if notes else ""))
     prof = Profile(name=name, description=f"{machine}: one node = one rank with {threads} threads",
                    source=source, node=node, network=network, io=io, costs=costs, messages=messages,
-                   workloads=workloads, sources=calibrated_sources(base, fitted, pingpong is not None))
+                   workloads=workloads, sources=calibrated_sources(base, fitted, pingpong is not None),
+                   steps=steps)
     # round-trip through the validating loader so a calibrated profile is as checked as a written one
     return profile_from_dict(prof.to_toml(), where=f"calibrated profile {name}: ")

@@ -153,15 +153,24 @@ def fit_distribution(samples: np.ndarray) -> Distribution:
 
 
 class Sampler:
-    """Draws from one Distribution a block at a time; `next()` is a list index and a counter."""
+    """Draws from one Distribution a block at a time; `next()` is a list index and a counter. `at(steps)`
+    draws for a part of that many tree steps: the draw times k0 + k1 * steps (sim.profile.StepCost's
+    coefficients; 1 and 0 when the cost does not depend on steps)."""
 
-    __slots__ = ("dist", "rng", "block", "buf", "i", "const")
+    __slots__ = ("dist", "rng", "block", "buf", "i", "const", "k0", "k1")
 
-    def __init__(self, dist: Distribution, rng: np.random.Generator, block: int = 4096):
+    def __init__(self, dist: Distribution, rng: np.random.Generator, block: int = 4096,
+                 per_step: tuple[float, float] = (1.0, 0.0)):
         self.dist, self.rng, self.block = dist, rng, block
         self.const = dist.value if dist.dist == "const" else None
         self.buf: list[float] = []
         self.i = 0
+        self.k0, self.k1 = per_step
+
+    def at(self, steps: int) -> float:
+        """A draw for a part that covered `steps` tree steps (< 0: not known, a plain draw)."""
+        v = self.next()
+        return v * (self.k0 + self.k1 * steps) if self.k1 and steps >= 0 else v
 
     def next(self) -> float:
         if self.const is not None:

@@ -20,6 +20,11 @@ A profile is a TOML file with these tables (sim/profiles/oculus.toml is a commen
                 one message per destination and iteration: o and g per batch)
     [costs]     one service-time distribution per work-package kind (select, expand, playout, update,
                 sync, bcast), see sim/distributions.py
+    [steps]     optional: per kind of a simulation's package (select, expand, update), what its cost does
+                with the tree steps a part covers: { mean, base, slope } says a part of s steps costs
+                (base + slope * s) / (base + slope * mean) times its draw from [costs] (mean: the steps per
+                part of the calibration that fitted both); the functional fidelity charges it where the
+                role says each part's steps (StepCost)
     [messages]  size in bytes per message kind, for reading (a calibration records the trace's medians);
                 neither fidelity charges them: messages cost their records' sizes (model/roles/messages.py)
     [workload.<algo>]  optional: what one simulation does, for the statistical fidelity (sim/workload.py)
@@ -54,6 +59,7 @@ from sim.workload import workload_from_dict
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 COST_KINDS = ("select", "expand", "playout", "update", "sync", "bcast")
 SIM_KINDS = COST_KINDS[:4]  # one simulation's packages, which walk or grow the rank's tree
+STEP_KINDS = ("select", "expand", "update")  # ... those whose parts cover tree steps
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,28 @@ class IOSpec:
 
 
 @dataclass(frozen=True)
+class StepCost:
+    """A package kind's cost against the tree steps a part covers (a select's records, an update's records of
+    its rank): base + slope * steps seconds, least squares over a calibration's parts, whose mean steps per
+    part was `mean`. The kind's distribution in [costs] is that calibration's, so a part of s steps is
+    charged its draw times factor(s), which is 1 at the mean: a configuration whose parts cover more steps
+    than the calibration's (root's whole paths against treesplit's shares of them) pays for them."""
+
+    mean: float   # tree steps per part in the calibration
+    base: float   # s: the fitted cost of a part of no steps
+    slope: float  # s per step
+
+    def validate(self, where: str = "steps") -> None:
+        _non_negative(self, where)
+        check(self.base + self.slope * self.mean > 0, where, "base + slope * mean must be > 0")
+
+    def coefficients(self) -> tuple[float, float]:
+        """(k0, k1) with factor(s) = k0 + k1 * s."""
+        at_mean = self.base + self.slope * self.mean
+        return self.base / at_mean, self.slope / at_mean
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     description: str
@@ -147,6 +175,7 @@ class Profile:
     path: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, "ValueSource"] = field(default_factory=dict)  # dotted name or table -> where from
+    steps: dict[str, StepCost] = field(default_factory=dict)  # kind -> its cost per tree step (optional)
 
     def source_of(self, key: str) -> "ValueSource":
         """Where the value `key` (dotted) comes from: its own entry, else its table's, else "default"'s; a
@@ -197,6 +226,7 @@ class Profile:
             "node": dataclasses.asdict(self.node), "network": dataclasses.asdict(self.network),
             "io": dataclasses.asdict(self.io), "costs": {k: d.to_toml() for k, d in self.costs.items()},
             "messages": dict(self.messages),
+            **({"steps": {k: dataclasses.asdict(v) for k, v in self.steps.items()}} if self.steps else {}),
             **({"workload": {a: w.to_toml() for a, w in self.workloads.items()}} if self.workloads else {}),
             **({"sources": {k: v.to_toml() for k, v in self.sources.items()}} if self.sources else {}),
         }
@@ -299,7 +329,8 @@ def profile_from_dict(data: dict[str, Any], where: str = "") -> Profile:
     for key in ("name",):
         if not isinstance(data.get(key), str) or not data[key]:
             raise ConfigError(f"{where}{key}: missing (a non-empty string)")
-    known = {"name", "description", "source", "node", "network", "io", "costs", "messages", "workload", "sources"}
+    known = {"name", "description", "source", "node", "network", "io", "costs", "messages", "workload", "sources",
+             "steps"}
     unknown = set(data) - known
     if unknown:
         raise ConfigError(f"{where}{sorted(unknown)[0]}: unknown setting (known: {', '.join(sorted(known))})")
@@ -331,6 +362,22 @@ def profile_from_dict(data: dict[str, Any], where: str = "") -> Profile:
         if kind not in messages:
             raise ConfigError(f"{where}messages.{kind}: missing")
 
+    steps_in = data.get("steps", {})
+    if not isinstance(steps_in, dict):
+        raise ConfigError(f"{where}steps: expected a table of {{ mean, base, slope }} per package kind")
+    steps = {}
+    for kind, v in steps_in.items():
+        if kind not in STEP_KINDS:
+            raise ConfigError(f"{where}steps.{kind}: no steps for this kind (known: {', '.join(STEP_KINDS)})")
+        names = [f.name for f in dataclasses.fields(StepCost)]
+        if not isinstance(v, dict) or set(v) != set(names):
+            raise ConfigError(f"{where}steps.{kind}: expected a table {{ {', '.join(names)} }}, got {v!r}")
+        for f in names:
+            x = v[f]
+            check(isinstance(x, (int, float)) and not isinstance(x, bool), f"{where}steps.{kind}.{f}",
+                  f"expected a number, got {x!r}")
+        steps[kind] = StepCost(**{f: float(v[f]) for f in names})
+        steps[kind].validate(f"{where}steps.{kind}")
     wl_in = data.get("workload", {})
     if not isinstance(wl_in, dict):
         raise ConfigError(f"{where}workload: expected tables [workload.<algo>]")
@@ -345,7 +392,7 @@ def profile_from_dict(data: dict[str, Any], where: str = "") -> Profile:
     sources = parse_sources(data.get("sources", {}), {k: v for k, v in data.items() if k != "sources"}, where)
     return Profile(name=data["name"], description=str(data.get("description", "")),
                    source=str(data.get("source", "")), node=node, network=network, io=io, costs=costs,
-                   messages=messages, workloads=workloads, sources=sources)
+                   messages=messages, workloads=workloads, sources=sources, steps=steps)
 
 
 def shipped_profiles() -> list[str]:

@@ -50,9 +50,9 @@ _GOLDEN = 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1
 
 
-def run_parts(pkg, execute, samplers) -> tuple[list[tuple[str, float, int]], object]:
-    """Run a package and every further part it asks for (model.roles.CONTINUE): ([(kind, cost, sim_id)],
-    result). Each part is charged as a package of its kind (the package's own cost if it has one)."""
+def run_parts(pkg, execute, samplers) -> tuple[list[tuple[str, float, int, int]], object]:
+    """Run a package and every further part it asks for (model.roles.CONTINUE): ([(kind, cost, sim_id,
+    steps)], result). Each part is charged as a package of its kind (the package's own cost if it has one)."""
     parts = []
     while True:
         k = pkg.kind
@@ -62,26 +62,27 @@ def run_parts(pkg, execute, samplers) -> tuple[list[tuple[str, float, int]], obj
             return parts, result
 
 
-def charge(pkg, kind: str, samplers) -> list[tuple[str, float, int]]:
-    """[(kind, cost, sim_id)] of the execute() call that just ran `pkg` (started as `kind`): one part, or each
-    of the parts it ran in one call (Package.parts; in the order they ran and under their own simulations
-    where the role logged them, Package.log), each charged as a package of its kind."""
+def charge(pkg, kind: str, samplers) -> list[tuple[str, float, int, int]]:
+    """[(kind, cost, sim_id, steps)] of the execute() call that just ran `pkg` (started as `kind`): one part,
+    or each of the parts it ran in one call (Package.parts; in the order they ran, under their own
+    simulations and with the tree steps each covered where the role logged them, Package.log), each charged
+    as a package of its kind (for its steps: the profile's [steps]; -1 where they are not known)."""
     ran = pkg.parts
     if ran is None:
         c = pkg.cost
-        return [(kind, samplers[kind].next() if c is None else c, pkg.sim_id)]
+        return [(kind, samplers[kind].next() if c is None else c, pkg.sim_id, -1)]
     pkg.parts = None
     log = pkg.log
     if log is not None:
         pkg.log = None
-        kinds, sims, _, labels = log
+        kinds, sims, _, labels, steps = log
         out = []
-        for k, i in zip(kinds.tolist(), sims.tolist()):
+        for k, i, n in zip(kinds.tolist(), sims.tolist(), steps.tolist()):
             name = PART_KINDS[k]
-            out.append((name, samplers[name].next(), labels[i]))
+            out.append((name, samplers[name].at(n), labels[i], n))
         return out
     sim = pkg.sim_id
-    return [(k, samplers[k].next(), sim) for k, count in zip(PART_KINDS, ran.tolist()) for _ in range(count)]
+    return [(k, samplers[k].next(), sim, -1) for k, count in zip(PART_KINDS, ran.tolist()) for _ in range(count)]
 
 
 @dataclass
@@ -182,8 +183,9 @@ class Rank:
         self.execute = role.execute
         self.samplers = world.samplers
         self.trace = world.trace
-        if hasattr(role, "record_parts"):  # as the engine: a trace gets each part under its own simulation
-            role.record_parts(self.trace is not None)
+        if hasattr(role, "record_parts"):  # as the engine: a trace gets each part under its own simulation,
+            # and a profile that charges per tree step needs each part's steps
+            role.record_parts(self.trace is not None or bool(world.profile.steps))
         prof = world.profile
         self.via_io = prof.io.handles_completions
         self.worker_per_pkg = 0.0 if self.via_io else prof.io.per_package
@@ -252,7 +254,7 @@ class Rank:
             cost = pkg.cost
             if cost is None:
                 cost = self.samplers[k].next()
-            parts = ((k, cost, pkg.sim_id),)
+            parts = ((k, cost, pkg.sim_id, -1),)
         else:
             parts = charge(pkg, k, self.samplers)
             if result is CONTINUE:
@@ -273,10 +275,10 @@ class Rank:
         stats.busy += cost
         counts = stats.pkgs
         trace = self.trace
-        for k, c, sim in parts:
+        for k, c, sim, steps in parts:
             counts[k] = counts.get(k, 0) + 1
             if trace is not None and trace.keep(sim):
-                trace.w.package(t, t + c, self.rid, w, k, sim)
+                trace.w.package(t, t + c, self.rid, w, k, sim, steps)
             t += c
         if self.via_io:
             self.done.append((pkg, result))
@@ -383,10 +385,10 @@ class Rank:
                 n_left -= 1
                 pkg = q.popleft()
                 parts, result = run_parts(pkg, execute, samplers)
-                for k, c, sim in parts:
+                for k, c, sim, steps in parts:
                     stats.pkgs[k] = stats.pkgs.get(k, 0) + 1
                     if trace is not None and trace.keep(sim):
-                        trace.w.package(t_pkg, t_pkg + c, rid, -1, k, sim)
+                        trace.w.package(t_pkg, t_pkg + c, rid, -1, k, sim, steps)
                     t_pkg += c
                     cost += c
                     if search_inline:
@@ -461,7 +463,8 @@ class World:
         self.env = Clock()
         self.rng = np.random.default_rng(seed)
         self.phase_rng = np.random.default_rng(seed + 1)
-        self.samplers = {k: Sampler(d, np.random.default_rng([seed, i]))
+        self.samplers = {k: Sampler(d, np.random.default_rng([seed, i]),
+                                    per_step=profile.steps[k].coefficients() if k in profile.steps else (1.0, 0.0))
                          for i, (k, d) in enumerate(sorted(profile.costs.items()))}
         self.network = Network(profile.network, cluster.node_of())
         self.trace = TraceSink(trace_writer, sample_rate) if trace_writer is not None else None

@@ -74,15 +74,15 @@ def _scale(data: dict[str, Any], parts: list[str], f: float) -> None:
 
 
 def mixed(layout: Profile, costs: Profile) -> Profile:
-    """A profile with `costs`'s node costs (package service times, message sizes, the engine's per-message,
-    per-package and per-byte CPU costs, NodeSpec.tree_share) on `layout`'s cluster (cores and ranks per node,
-    the network, the IO loop's poll cost per iteration and per peer, the statistical workloads, which describe
+    """A profile with `costs`'s node costs (package service times and their cost per tree step, message sizes,
+    the engine's per-message, per-package and per-byte CPU costs, NodeSpec.tree_share) on `layout`'s cluster
+    (cores and ranks per node, the network, the IO loop's poll cost per iteration and per peer, the statistical workloads, which describe
     the search on the layout's problem). Each value keeps the source its own profile gives it."""
     io = dataclasses.replace(layout.io, **{k: getattr(costs.io, k) for k in NODE_COST_IO})
     node = dataclasses.replace(layout.node, tree_share=costs.node.tree_share)
     sources: dict[str, ValueSource] = {}
-    cost_keys = ["costs", "messages", "node.tree_share"] + [f"io.{k}" for k in NODE_COST_IO]
-    for key in _leaves(layout.to_toml()):
+    cost_keys = ["costs", "steps", "messages", "node.tree_share"] + [f"io.{k}" for k in NODE_COST_IO]
+    for key in _leaves({**layout.to_toml(), **({"steps": costs.to_toml()["steps"]} if costs.steps else {})}):
         src = costs if any(key == c or key.startswith(c + ".") for c in cost_keys) else layout
         v = src.source_of(key)
         if v.source != "unknown":
@@ -92,7 +92,7 @@ def mixed(layout: Profile, costs: Profile) -> Profile:
                    description=f"{costs.name}'s node costs on {layout.name}'s network and nodes",
                    source=f"node costs: {costs.source} | network and node layout: {layout.source}",
                    node=node, network=layout.network, io=io, costs=dict(costs.costs), messages=dict(costs.messages),
-                   workloads=dict(layout.workloads), sources=_collapse(sources))
+                   workloads=dict(layout.workloads), sources=_collapse(sources), steps=dict(costs.steps))
     try:
         return profile_from_dict(prof.to_toml(), where=f"profile {prof.name}: ")
     except ConfigError as e:

@@ -99,6 +99,17 @@ def test_search_returns_a_legal_move_and_loses_nothing(case, tmp_path, run_cli):
         assert len(playouts) == res["playouts"]
     else:
         assert playouts.sim_id.is_unique and len(playouts) == res["playouts"] <= sims
+    # every part says the tree steps it covered: under the algorithms whose simulations' updates back up
+    # the records their selects added, the two add up per simulation (on every rank together)
+    pk = t.packages
+    kind = pk["kind"].astype(str)
+    assert (pk.loc[kind == "io", "steps"] == -1).all() and (pk.loc[kind == "playout", "steps"] == 0).all()
+    assert (pk.loc[kind.isin(["select", "expand", "update"]), "steps"] >= 0).all()
+    if algo in ("treesplit", "tds", "root", "hybrid"):
+        by_sim = pk[kind.isin(["select", "expand"])].groupby("sim_id")["steps"].sum()
+        assert (by_sim > 0).all()
+        assert by_sim.to_dict() == pk[kind == "update"].groupby("sim_id")["steps"].sum().reindex(
+            by_sim.index, fill_value=0).to_dict()
     assert len(t.tree) > 1 and t.tree["visits"].iloc[0] == sims  # the snapshot starts at the root
     assert (t.tree["wins"] <= t.tree["visits"]).all()  # a row's visits and wins are the same move's
     if algo == "treesplit":

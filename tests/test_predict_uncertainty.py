@@ -7,7 +7,7 @@ import json
 import pytest
 
 from model.errors import ConfigError
-from sim.profile import load_profile, profile_from_dict
+from sim.profile import StepCost, ValueSource, load_profile, profile_from_dict
 from sim.simulate import SimConfig, simulate
 from sim.uncertainty import corner, mixed, uncertain
 
@@ -72,6 +72,12 @@ def test_a_mixed_profile_runs_the_node_costs_of_one_on_the_network_of_the_other(
     assert m.network == oc.network and m.node.cores == oc.node.cores and m.io.poll_per_peer == oc.io.poll_per_peer
     assert m.source_of("costs.playout").source == "measured" and m.source_of("network.latency").source == "thesis"
     assert m.source_of("io.poll_per_peer") == oc.source_of("io.poll_per_peer")  # its range goes with it
+    # a calibrated profile's cost per tree step is a node cost too
+    stepped = dataclasses.replace(here, steps={"select": StepCost(mean=2.0, base=1e-6, slope=3e-7)},
+                                  sources={**here.sources, "steps": ValueSource("measured")})
+    ms = mixed(oc, stepped)
+    assert ms.steps == stepped.steps and mixed(oc, here).steps == {}
+    assert ms.source_of("steps.select.slope").source == "measured"
     # the simulator: slower packages in the costs profile slow the mixed one; a slower network in the costs
     # profile changes nothing, in the layout profile it does
     slow_cpu = dataclasses.replace(here, costs={k: d.scaled(3.0) for k, d in here.costs.items()})

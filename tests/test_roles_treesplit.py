@@ -366,10 +366,11 @@ def test_stamped_log_lists_every_part_of_a_chaining_package():
                                    3, records)
     assert (start, end) == (0.0, 1.0) and pkg.log is None
     assert len(records) == 1 and records[0][3] is LOGGED  # one call: its parts as columns
-    records.append((1.0, 1.5, 3, SELECT, 99))  # a plain record beside it
+    records.append((1.0, 1.5, 3, SELECT, 99, -1))  # a plain record beside it
     cols = package_columns(records)
     # plain records come first, then each logged call's parts (a finished trace is sorted by time)
     assert cols["kind"][0] == SELECT and cols["sim_id"][0] == 99 and cols["t_end"][0] == 1.5
+    assert cols["steps"][0] == -1
     kinds, ids = list(cols["kind"][1:]), cols["sim_id"][1:].tolist()
     assert kinds.count(UPDATE) == kinds.count(PLAYOUT) == 4 and kinds[-1] == UPDATE
     assert ids[0] == first and len(set(ids)) == 4
@@ -377,6 +378,11 @@ def test_stamped_log_lists_every_part_of_a_chaining_package():
     t0, t1 = cols["t_start"][1:], cols["t_end"][1:]
     assert t0[0] == 0.0 and t1[-1] == 1.0 and (cols["worker"] == 3).all()
     assert (t1[:-1] == t0[1:]).all() and (t0 <= t1).all()  # back to back, in order
+    # each part's tree steps: one rank, so an update backs up every record its simulation's selects added
+    steps = cols["steps"][1:]
+    kinds_a = np.asarray(kinds)
+    assert (steps[kinds_a == PLAYOUT] == 0).all() and (steps[kinds_a == SELECT] >= 0).all()
+    assert steps[kinds_a == UPDATE].sum() == steps[kinds_a == SELECT].sum() + steps[kinds_a == EXPAND].sum() > 0
     role.on_work_done(pkg, res)
     assert role.done == 4
 
@@ -469,12 +475,14 @@ def test_few_parts_are_placed_as_the_kernel_places_them():
         stamps = np.concatenate([[100], 100 + np.cumsum(rng.integers(0, 50, n))]).astype(np.int64)
         stamps[n // 2] -= 5  # a counter that went back for a moment (another core's)
         for st in (stamps, np.full(n + 1, 7, np.int64)):  # and one that did not move
-            log = (kinds, sims, st, [11, 22, 33])
-            s, e, k, ids = _logged_parts(2.0, 3.0, log)
+            steps = rng.integers(0, 6, n).astype(np.int64)
+            log = (kinds, sims, st, [11, 22, 33], steps)
+            s, e, k, ids, sts = _logged_parts(2.0, 3.0, log)
             rows = _few_parts(2.0, 3.0, 5, log)
             assert [r[0] for r in rows] == pytest.approx(s.tolist())
             assert [r[1] for r in rows] == pytest.approx(e.tolist())
             assert [r[3] for r in rows] == [PART_KINDS[c] for c in k] and [r[4] for r in rows] == ids.tolist()
+            assert [r[5] for r in rows] == sts.tolist() == steps.tolist()
             assert rows[0][0] == 2.0 and rows[-1][1] == 3.0 and all(r[2] == 5 for r in rows)
             assert all(a[1] == b[0] and a[0] <= a[1] for a, b in zip(rows, rows[1:]))
 

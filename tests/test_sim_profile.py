@@ -136,3 +136,71 @@ def test_tree_share_slows_the_workers_of_one_tree_and_calibration_divides_it_out
     assert knows.node.tree_share == 0.05 and "divided by 1.300" in knows.source
     assert knows.costs["playout"].mean == pytest.approx(base.costs["playout"].mean, rel=0.1)
     assert ignores.costs["playout"].mean == pytest.approx(1.30 * base.costs["playout"].mean, rel=0.1)
+
+
+def test_a_part_is_charged_for_the_tree_steps_it_covered():
+    from sim.profile import StepCost
+
+    d = oculus_dict()
+    d["steps"] = {"select": {"mean": 2.0, "base": 1e-6, "slope": 1e-6}}
+    p = profile_from_dict(d)
+    assert p.steps["select"] == StepCost(2.0, 1e-6, 1e-6)
+    assert profile_from_dict(p.to_toml()).steps == p.steps  # saved and read back
+    # factor(s) = (base + slope s) / (base + slope mean): 1 at the calibration's mean
+    s = Sampler(parse_distribution("x", 3.0), np.random.default_rng(0), per_step=p.steps["select"].coefficients())
+    assert s.at(2) == pytest.approx(3.0) and s.at(5) == pytest.approx(3.0 * 6 / 3) and s.at(0) == pytest.approx(1.0)
+    assert s.at(-1) == 3.0 and s.next() == 3.0  # steps not known: the plain draw
+    for bad, msg in (({"playout": {"mean": 1, "base": 1, "slope": 1}}, "steps.playout: no steps"),
+                     ({"select": {"mean": 1, "base": 1}}, "steps.select: expected a table"),
+                     ({"update": {"mean": 1, "base": -1.0, "slope": 1}}, "steps.update.base: must be"),
+                     ({"update": {"mean": 1, "base": 0, "slope": 0}}, "steps.update: base \\+ slope"),
+                     ({"update": {"mean": "x", "base": 0, "slope": 0}}, "steps.update.mean: expected a number")):
+        with pytest.raises(ConfigError, match=msg):
+            profile_from_dict({**oculus_dict(), "steps": bad}, where="p.toml: ")
+
+
+def test_calibration_fits_the_cost_of_a_step():
+    import pandas as pd
+
+    from sim.calibrate import step_costs
+
+    rng = np.random.default_rng(1)
+    n = 4000
+    steps = rng.integers(0, 7, n)
+    dur = 1e-6 + 0.5e-6 * steps + rng.normal(0, 5e-8, n)
+    dur[::997] += 5e-3  # a descheduled thread now and then: left out of the line
+    kind = np.where(np.arange(n) % 2 == 0, "select", "update")
+    pk = pd.DataFrame({"t_start": np.zeros(n), "t_end": dur, "kind": kind, "steps": steps})
+    pk.loc[pk["kind"] == "update", "steps"] = 3  # steps that never vary say nothing of a step's cost
+    fit = step_costs(pk)
+    assert set(fit) == {"select"}
+    sel = fit["select"]
+    assert sel.base == pytest.approx(1e-6, rel=0.05) and sel.slope == pytest.approx(0.5e-6, rel=0.05)
+    assert sel.mean == pytest.approx(steps[kind == "select"].mean())
+    assert step_costs(pk.assign(steps=-1)) == {}  # a trace that does not say (schema version 1)
+
+
+def test_the_functional_fidelity_charges_a_long_path_more(tmp_path):
+    """Root parallelisation's selects cover whole paths: under a profile whose select cost grows with the
+    steps, its simulations are slower than under the same profile without, and its trace says each part's
+    steps as charged."""
+    from engine.trace_files import read_trace
+    from sim.profile import StepCost
+    from sim.simulate import SimConfig, simulate
+
+    base = load_profile("oculus")
+    sel = base.costs["select"].mean
+    steep = dataclasses.replace(base, steps={"select": StepCost(mean=1.0, base=0.0, slope=sel)})
+
+    def run(prof, trace=None):
+        cfg = SimConfig(algo="root", profile="oculus", nodes=1, seconds=0.05, fidelity="functional",
+                        game="pgame", seed=3, trace=trace)
+        return simulate(cfg, profile=prof)
+
+    flat, steeped = run(base), run(steep, str(tmp_path / "t"))
+    assert steeped["sims_per_s"] < flat["sims_per_s"]
+    pk = read_trace(tmp_path / "t").packages
+    s = pk[pk["kind"].astype(str) == "select"]
+    assert (s["steps"] >= 0).all() and s["steps"].mean() > 1.5  # whole paths, several steps each
+    cost = (s["t_end"] - s["t_start"]).to_numpy()
+    assert np.corrcoef(s["steps"].to_numpy(), cost)[0, 1] > 0.5

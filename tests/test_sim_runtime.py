@@ -172,6 +172,9 @@ def test_a_package_of_several_parts_is_charged_part_by_part():
         def next(self):
             return self.c
 
+        def at(self, steps):
+            return self.c
+
     seq = iter([("expand", CONTINUE), ("playout", CONTINUE), (None, "done")])
 
     def execute(pkg):
@@ -182,7 +185,7 @@ def test_a_package_of_several_parts_is_charged_part_by_part():
 
     pkg = Package("select", 7)
     parts, result = run_parts(pkg, execute, {"select": Fixed(1.0), "expand": Fixed(2.0), "playout": Fixed(5.0)})
-    assert result == "done" and parts == [("select", 1.0, 7), ("expand", 2.0, 7), ("playout", 5.0, 7)]
+    assert result == "done" and parts == [("select", 1.0, 7, -1), ("expand", 2.0, 7, -1), ("playout", 5.0, 7, -1)]
 
 
 class BurstRole(Role):

@@ -119,3 +119,27 @@ def test_a_trace_writers_first_rows_import_nothing(tmp_path):
                          cwd=Path(__file__).resolve().parent.parent)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_a_version_1_trace_reads_with_unknown_steps(tmp_path):
+    """Version 1 packages have no steps column: they read as -1 (not known), and a writer that leaves the
+    column out (the statistical fidelity) writes -1."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from model.trace import READABLE_VERSIONS
+
+    w = TraceWriter(tmp_path, Meta(runtime="sim", algo="treesplit"))
+    w.extend("packages", {"t_start": [0.0, 0.1], "t_end": [0.1, 0.2], "rank": [0, 0], "worker": [0, 0],
+                          "kind": ["select", "update"], "sim_id": [1, 1]})
+    w.package(0.2, 0.3, 0, 0, "select", 2, steps=3)
+    w.close(t_end=1.0)
+    assert read_trace(tmp_path).packages["steps"].tolist() == [-1, -1, 3]
+    old = pq.read_table(tmp_path / "packages.parquet").drop_columns(["steps"])
+    pq.write_table(old, tmp_path / "packages.parquet")
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    (tmp_path / "meta.json").write_text(json.dumps({**meta, "schema_version": 1}))
+    assert 1 in READABLE_VERSIONS and SCHEMA_VERSION == max(READABLE_VERSIONS)
+    t = read_trace(tmp_path)
+    assert t.packages["steps"].tolist() == [-1, -1, -1] and t.packages["steps"].dtype == "int32"
+    assert pa.types.is_int32(dict(trace_files.TABLES["packages"])["steps"])

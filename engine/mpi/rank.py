@@ -42,7 +42,7 @@ from engine.mpi.clock import synchronise, ticks_per_second
 from engine.mpi.comm import CONTROL, Endpoint
 from engine.mpi.config import DistributedConfig
 from engine.mpi.host import Host, make_host
-from engine.mpi.recorder import IO_WORKER, SAMPLE_EVERY, Recorder, run_recorded
+from engine.mpi.recorder import IO_WORKER, NO_STEPS, SAMPLE_EVERY, Recorder, run_recorded
 from engine.mpi.workers import WorkerPool
 from model.cycles import cycles
 from model.errors import ConfigError, UserError
@@ -413,7 +413,7 @@ class RankRuntime:
                                 messages.append((t_send, t_recv, src, rank, kind, len(payload), sim_id))
                             apply(host.on_message(src, kind, sim_id, payload))
                 if rec.active:  # the IO thread's own work, on its lane of the trace
-                    rec.io_packages.append((t_recv, now(), IO_WORKER, IO, -1))
+                    rec.io_packages.append((t_recv, now(), IO_WORKER, IO, -1, NO_STEPS))
             if local:
                 worked = True
                 with lock:

@@ -31,11 +31,12 @@ def _keep_mask(sim_ids: np.ndarray, rate: float) -> np.ndarray:
 
 
 LOGGED = "logged"  # a record's kind: the record is (t_start, t_end, worker, LOGGED, a call's parts as columns)
+NO_STEPS = -1  # a package record's tree steps where the role did not say (its kinds without steps say 0)
 
 
 def run_recorded(pkg, execute, describe, now, worker: int, records) -> tuple[Any, float, float]:
     """Run a package and all of its parts (model.roles.CONTINUE), appending one package record
-    (t_start, t_end, worker, kind, sim_id) per part to `records`; returns (result, start, end).
+    (t_start, t_end, worker, kind, sim_id, steps) per part to `records`; returns (result, start, end).
 
     A part's kind and simulation are read before it runs (a chaining package moves on to its next
     simulation between parts). A call that ran several parts and logged them (Package.log) gives one record
@@ -49,7 +50,7 @@ def run_recorded(pkg, execute, describe, now, worker: int, records) -> tuple[Any
         t1 = now()
         log = getattr(pkg, "log", None)  # packages of a role_factory host may not have one
         if log is None:
-            records.append((t0, t1, worker, kind, sim_id))
+            records.append((t0, t1, worker, kind, sim_id, NO_STEPS))
         else:
             pkg.log = None
             if len(log[0]) <= FEW_PARTS:
@@ -71,7 +72,7 @@ FEW_PARTS = 8
 
 def _few_parts(t0: float, t1: float, worker: int, log) -> list[tuple]:
     """What _place_parts gives, as records, for a handful of parts (a test holds the two to the same placement)."""
-    kinds, sims, stamps, labels = log
+    kinds, sims, stamps, labels, steps = log
     n = len(kinds)
     stamps = stamps.tolist()
     span = stamps[n] - stamps[0] if n else 0
@@ -80,16 +81,16 @@ def _few_parts(t0: float, t1: float, worker: int, log) -> list[tuple]:
     for i in range(n):
         end = t0 + (t1 - t0) * ((stamps[i + 1] - stamps[0]) / span if span > 0 else (i + 1) / n)
         end = min(max(end, prev), t1)
-        out.append((prev, end, worker, PART_KINDS[kinds[i]], labels[sims[i]]))
+        out.append((prev, end, worker, PART_KINDS[kinds[i]], labels[sims[i]], int(steps[i])))
         prev = end
     return out
 
 
-def _logged_parts(t0: float, t1: float, log) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(starts, ends, kind codes into PART_KINDS, simulation ids) of a logged call's parts. New arrays: the
-    log's buffers belong to the worker, which reuses them in its next call."""
-    kinds, sims, stamps, labels = log
-    return _place_parts(t0, t1, kinds, sims, stamps, np.asarray(labels, dtype=np.int64))
+def _logged_parts(t0: float, t1: float, log) -> tuple[np.ndarray, ...]:
+    """(starts, ends, kind codes into PART_KINDS, simulation ids, tree steps) of a logged call's parts. New
+    arrays: the log's buffers belong to the worker, which reuses them in its next call (steps is a copy)."""
+    kinds, sims, stamps, labels, steps = log
+    return (*_place_parts(t0, t1, kinds, sims, stamps, np.asarray(labels, dtype=np.int64)), steps)
 
 
 @njit(cache=True, nogil=True)
@@ -116,17 +117,17 @@ def package_columns(records: list[tuple]) -> dict[str, np.ndarray]:
     plain = [r for r in records if r[3] is not LOGGED]
     parts = []
     if plain:
-        t0, t1, w, kind, sim = zip(*plain)
+        t0, t1, w, kind, sim, steps = zip(*plain)
         parts.append((np.asarray(t0, np.float64), np.asarray(t1, np.float64), np.asarray(w, np.int32),
-                      np.asarray(kind, object), np.asarray(sim, np.int64)))
+                      np.asarray(kind, object), np.asarray(sim, np.int64), np.asarray(steps, np.int32)))
     if len(plain) < len(records):
         for r in records:
             if r[3] is LOGGED:
-                s, e, k, ids = r[4]
-                parts.append((s, e, np.full(len(s), r[2], np.int32), _PART_NAMES[k], ids))
-    names = ("t_start", "t_end", "worker", "kind", "sim_id")
+                s, e, k, ids, steps = r[4]
+                parts.append((s, e, np.full(len(s), r[2], np.int32), _PART_NAMES[k], ids, steps.astype(np.int32)))
+    names = ("t_start", "t_end", "worker", "kind", "sim_id", "steps")
     if not parts:
-        return {n: np.zeros(0, object if n == "kind" else None) for n in names}
+        return {n: np.zeros(0, object if n == "kind" else np.int32 if n == "steps" else None) for n in names}
     return {n: np.concatenate([p[i] for p in parts]) for i, n in enumerate(names)}
 
 

@@ -201,12 +201,12 @@ class RolesHost:
         the counter, their send time from their batch)."""
         from engine.mpi.recorder import LOGGED
 
-        (kinds, sims, s0, s1), rx = self.role.take_logs(rx=received)
+        (kinds, sims, s0, s1, steps), rx = self.role.take_logs(rx=received)
         scale = (t1 - t0) / (c1 - c0) if c1 > c0 else 0.0
         if len(kinds):
             starts = np.clip(t0 + (s0 - c0) * scale, t0, t1)
             ends = np.clip(t0 + (s1 - c0) * scale, t0, t1)
-            rec.io_packages.append((t0, t1, -1, LOGGED, (starts, ends, kinds, sims)))
+            rec.io_packages.append((t0, t1, -1, LOGGED, (starts, ends, kinds, sims, steps)))
         if received and len(rx):
             t_recv = np.clip(t0 + (rx[:, 5] - c0) * scale, t0, t1).tolist()
             rank = self.rank

@@ -38,9 +38,10 @@ class Package:
     cost      None: the simulator charges the profile's service time for `kind`; else seconds to charge
     parts     None, or set by an execute() that ran several parts in one call: counts per kind (PART_KINDS),
               which the simulator charges (the loopback counts) instead of the one `kind`
-    log       None, or with parts, when the role was asked for stamps (Role.record_parts): (kinds, sims,
-              stamps, labels): per part its PART_KINDS index, which simulation (an index into labels, the
-              sim_ids) and the cycle counter after it (model/cycles.py; stamps[0]: at the call's start)
+    log       None, or with parts, when the role was asked to record them (Role.record_parts): (kinds, sims,
+              stamps, labels, steps): per part its PART_KINDS index, which simulation (an index into labels,
+              the sim_ids), the cycle counter after it (model/cycles.py; stamps[0]: at the call's start; zeros
+              unless stamps were asked for) and the tree steps it covered (model/roles/core.py's _log)
     """
 
     __slots__ = ("kind", "sim_id", "payload", "front", "cost", "parts", "log")

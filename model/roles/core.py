@@ -171,10 +171,11 @@ class Arrays(NamedTuple):
     ob_count: np.ndarray  # int64[W]       ... and records in each
     rx: np.ndarray        # float64[X, 6]  received records, when logging: kind, bytes, sim_id, source rank, the
     #                                       sender's t_send (seconds), the cycle counter when it was taken in
-    log_kind: np.ndarray  # int8[L]        parts run by run(), when logging: kind, simulation, and the cycle
-    log_sim: np.ndarray   # int64[L]       counter at its start and end (model/cycles.py)
-    log_t0: np.ndarray    # int64[L]
+    log_kind: np.ndarray  # int8[L]        parts run by run(), when logging: kind, simulation, the cycle
+    log_sim: np.ndarray   # int64[L]       counter at its start and end (model/cycles.py), and the tree steps
+    log_t0: np.ndarray    # int64[L]       it covered (_log)
     log_t1: np.ndarray    # int64[L]
+    log_steps: np.ndarray  # int64[L]
     # hybrid's merged nodes (Nm of them; none for the other algorithms), shared with the other groups
     mhash: np.ndarray     # uint64[Nm]     their hashes, sorted
     mslot: np.ndarray     # int64[Nm]      ... their table slots
@@ -200,6 +201,7 @@ class Scratch(NamedTuple):
     log_kind: np.ndarray  # int8[L]
     log_sim: np.ndarray   # int64[L]
     log_t: np.ndarray     # int64[L + 1]
+    log_steps: np.ndarray  # int64[L]
     log_n: np.ndarray     # int64[1]
     score: np.ndarray     # float64[max_children]  a node's children's scores (df-UCT's frames)
     pos: np.ndarray       # int64[L]       the position a fused package plays on (see _fused)
@@ -1445,13 +1447,26 @@ def receive(c, buf, off, n, log, src, t_send):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _log(sc, kind, sim_id):
+def _log(sc, kind, sim_id, steps):
+    """A part ran: its kind, simulation and the tree steps it covered (records a select or expand added, the
+    rank's records an update backed up; 0 for the others), stamped with the cycle counter at its end."""
     i = sc.log_n[0]
     if i < sc.log_kind.shape[0]:
         sc.log_kind[i] = kind
         sc.log_sim[i] = sim_id
+        sc.log_steps[i] = steps
         sc.log_t[i + 1] = cycles()
         sc.log_n[0] = i + 1
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _mine(steps, n, me):
+    """How many of the records steps[:n] were selected on rank `me` (the ones its update backs up)."""
+    k = 0
+    for i in range(n):
+        if steps[i].rank == me:
+            k += 1
+    return k
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -1523,16 +1538,18 @@ def _fused(c, slot, sc, logging):
         if first != PK_PLAYOUT:
             while True:
                 parts[PK_SELECT] += 1
+                n0 = n
                 st, n, arg = select_steps(t, dt, g, pos, p, rng, steps, n, path, history, me, kr, ls, insert,
                                           pslots, sc.score, root, c.kids)
                 if logging:
-                    _log(sc, PK_SELECT, s.sim_id)
+                    _log(sc, PK_SELECT, s.sim_id, n - n0)
                 if st == ST_EXPAND:
                     parts[PK_EXPAND] += 1
+                    n0 = n
                     ok, n = expand_node(t, g, pos, np.int64(arg), sc.buf, steps, n, me, pslots)
                     s.expands += 1
                     if logging:
-                        _log(sc, PK_EXPAND, s.sim_id)
+                        _log(sc, PK_EXPAND, s.sim_id, n - n0)
                     if ok:
                         insert = True
                         continue
@@ -1552,7 +1569,7 @@ def _fused(c, slot, sc, logging):
         result = playout(g, pos, rng, amaf)
         s.has_amaf = 1
         if logging:
-            _log(sc, PK_PLAYOUT, s.sim_id)
+            _log(sc, PK_PLAYOUT, s.sim_id, 0)
         s.n = n
         s.result = result
         if not s.may_update:
@@ -1564,7 +1581,7 @@ def _fused(c, slot, sc, logging):
         ns, nd, missing = update_steps(t, dt, g, steps, n, me, result, sc.amaf_up if rave else sc.amaf_up[:0], p,
                                        y, kr, ls, osync, odup, pslots)
         if logging:
-            _log(sc, PK_UPDATE, s.sim_id)
+            _log(sc, PK_UPDATE, s.sim_id, _mine(steps, n, me))
         if (s.chain_left <= 0 or ns != 0 or nd != 0 or atomic_load(halt, 0) != 0
                 or atomic_load(halt, 1) != 0):
             s.ns = ns
@@ -1594,7 +1611,7 @@ def _execute(c, pkg, sc):
     if pkg == SYNC_PKG:
         _exec_sync(c)
         if logging:
-            _log(sc, PK_SYNC, -1)
+            _log(sc, PK_SYNC, -1, 0)
         return
     s = c.sims[pkg]
     if s.fuse and s.role == R_SIM:
@@ -1606,7 +1623,7 @@ def _execute(c, pkg, sc):
         s.missing = apply_reports(c.t, c.steps[pkg], c.frames[pkg], s.n, c.p)
         c.parts[pkg, PK_UPDATE] = 1
         if logging:
-            _log(sc, PK_UPDATE, s.sim_id)
+            _log(sc, PK_UPDATE, s.sim_id, s.n)
         return
     if s.role == R_UJOB:
         n = s.n
@@ -1619,7 +1636,7 @@ def _execute(c, pkg, sc):
         s.missing = missing
         c.parts[pkg, PK_UPDATE] = 1
         if logging:
-            _log(sc, PK_UPDATE, s.sim_id)
+            _log(sc, PK_UPDATE, s.sim_id, _mine(c.steps[pkg], n, c.cs[0].lrank))
         return
     cs = c.cs[0]
     if s.replayed == 0 and s.n == 0 and kind == PK_SELECT:
@@ -1655,7 +1672,7 @@ def _execute(c, pkg, sc):
             (kind == PK_SELECT and (s.st == ST_PLAYOUT or s.st == ST_LOSS)) or (kind == PK_EXPAND and s.st == 0)):
         add_path_vloss(c.t, c.steps[pkg], s.n, s.playouts - 1)
     if logging:
-        _log(sc, kind, s.sim_id)
+        _log(sc, kind, s.sim_id, s.n - n0 if kind != PK_PLAYOUT else 0)
 
 
 @njit(cache=True, nogil=True)
@@ -1788,6 +1805,7 @@ def _run(c, sc, max_cycles, logging):
                 c.log_sim[i] = sc.log_sim[k]
                 c.log_t0[i] = sc.log_t[k]
                 c.log_t1[i] = sc.log_t[k + 1]
+                c.log_steps[i] = sc.log_steps[k]
                 i += 1
             cs.log_n = i
         r = _done(c, pkg)
@@ -1936,7 +1954,8 @@ def new_arrays(t, dt, g, root, history, p, y, *, world: int, M: int, glob, peers
         srows=np.zeros(sync_rows, STAT), ob=np.zeros((world, outbox), np.uint8), ob_used=np.zeros(world, np.int64),
         ob_count=np.zeros(world, np.int64),
         rx=np.zeros((rx, 6), np.float64), log_kind=np.zeros(log, np.int8), log_sim=np.zeros(log, np.int64),
-        log_t0=np.zeros(log, np.int64), log_t1=np.zeros(log, np.int64), **merged_arrays(0, 0, ()))
+        log_t0=np.zeros(log, np.int64), log_t1=np.zeros(log, np.int64), log_steps=np.zeros(log, np.int64),
+        **merged_arrays(0, 0, ()))
 
 
 def merged_arrays(n_merged: int, max_children: int, peers) -> dict[str, np.ndarray]:
@@ -1952,6 +1971,7 @@ def new_scratch(c: Arrays, rave: bool, log: int = 0) -> Scratch:
     """A thread's Scratch for the rank whose arrays are c."""
     na = int(game.n_actions(c.g))
     return Scratch(amaf_up=np.zeros(na, np.int8), buf=np.zeros(na, np.int64), log_kind=np.zeros(log, np.int8),
-                   log_sim=np.zeros(log, np.int64), log_t=np.zeros(log + 1, np.int64), log_n=np.zeros(1, np.int64),
+                   log_sim=np.zeros(log, np.int64), log_t=np.zeros(log + 1, np.int64),
+                   log_steps=np.zeros(log, np.int64), log_n=np.zeros(1, np.int64),
                    score=np.zeros(int(game.max_children(c.g)), np.float64), pos=np.zeros_like(c.root),
                    path=np.zeros(c.path_pos.shape[1], np.uint64))

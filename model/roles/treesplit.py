@@ -343,7 +343,7 @@ class TreesplitSearch(Role):
                 pkg.parts = None
             else:
                 pkg.log = (kinds, np.arange(m, dtype=np.int32), sc.log_t[:m + 1].copy() if self._stamps
-                           else np.zeros(m + 1, np.int64), sims.tolist())
+                           else np.zeros(m + 1, np.int64), sims.tolist(), sc.log_steps[:m].copy())
         return None
 
     def on_work_done(self, pkg: Package, result) -> Actions:
@@ -384,7 +384,8 @@ class TreesplitSearch(Role):
             sc = self._batch_sc = K.new_scratch(self.a, self.rave, log_capacity(self) if log else 0)
         if log and len(self.a.log_kind) == 0:
             self._use(self.a._replace(log_kind=np.zeros(LOG_PARTS, np.int8), log_sim=np.zeros(LOG_PARTS, np.int64),
-                                      log_t0=np.zeros(LOG_PARTS, np.int64), log_t1=np.zeros(LOG_PARTS, np.int64)))
+                                      log_t0=np.zeros(LOG_PARTS, np.int64), log_t1=np.zeros(LOG_PARTS, np.int64),
+                                      log_steps=np.zeros(LOG_PARTS, np.int64)))
         return sc
 
     def run_batch(self, max_cycles: int, log: bool) -> None:
@@ -419,14 +420,15 @@ class TreesplitSearch(Role):
                 for d, k in zip(*np.nonzero(c.sent))]
 
     def take_logs(self, parts: bool = True, rx: bool = True):
-        """(parts run: kind codes, sims, t0, t1 cycle stamps; records received: core.Arrays.rx rows) since the
-        last call, of what is asked for."""
+        """(parts run: kind codes, sims, t0, t1 cycle stamps, tree steps; records received: core.Arrays.rx
+        rows) since the last call, of what is asked for."""
         c = self.a
         cs = c.cs[0]
         p = r = None
         if parts:
             n = int(cs["log_n"])
-            p = (c.log_kind[:n].copy(), c.log_sim[:n].copy(), c.log_t0[:n].copy(), c.log_t1[:n].copy())
+            p = (c.log_kind[:n].copy(), c.log_sim[:n].copy(), c.log_t0[:n].copy(), c.log_t1[:n].copy(),
+                 c.log_steps[:n].copy())
             cs["log_n"] = 0
         if rx:
             m = int(cs["rx_n"])
