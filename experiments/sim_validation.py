@@ -22,7 +22,7 @@ from bokeh.models import ColumnDataSource, HoverTool, Span
 from engine.results import stamp as machine_stamp
 from experiments.report import Outcome, Section, figure, quote, table_widget
 from experiments.runner import kept
-from experiments.validate import REFERENCE_PROFILE, ValidateConfig, counted, validate, within_spread
+from experiments.validate import FIGURES, REFERENCE_PROFILE, ValidateConfig, counted, validate, within_spread
 from model.config import check
 
 QUESTION = ("How far are the simulator's predictions (sims/s, messages, bytes, hops per simulation, busy fraction) "
@@ -32,7 +32,6 @@ REFERENCE = ("No seed figure: the goal of issue 4 (`treesplit validate`) is a re
              "figure of every configuration that runs on this machine. Schaefers 2014 gives the kind of figures "
              "compared (simulation rate, workload, bandwidth; Figures 4.8-4.11).")
 HISTORY = "history.csv"
-FIGURES = ("sims_per_s", "messages_per_sim", "bytes_per_sim", "hops_per_sim", "busy_frac")
 
 
 @dataclass
@@ -62,7 +61,8 @@ def history_row(res: dict, cfg: Config) -> dict:
             "boards": " ".join(str(b) for b in cfg.boards), "seconds": res["seconds"], "profile": res["profile"],
             "configurations": len(rows), "figures_compared": len(errs),
             "over_goal": sum(e > res["goal"] for e in errs),
-            "over_goal_within_spread": sum(within_spread(r) for r in rows), "worst_error": own["worst_error"],
+            "over_goal_within_spread": sum(within_spread(r, f) for r in rows for f in FIGURES),
+            "worst_error": own["worst_error"],
             "worst_at": own["worst_at"], "median_abs_error": float(pd.Series(errs).median()) if errs else None,
             "median_abs_error_sims_per_s": float(pd.Series(sims).median()) if sims else None,
             "load_avg_1min": res["load_avg"][0] if res.get("load_avg") else None, "wall_s": round(res["wall_s"], 1),

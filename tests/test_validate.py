@@ -42,6 +42,11 @@ def test_row_compares_only_the_figures_asked_for():
     r["sims_per_s_spread"] = 0.1
     assert "within the spread" not in format_table([r, seq])
     assert _spread([1000.0]) is None
+    # any figure: hops a simulation 12% off where the engine's own runs read 1.5, 1.65 and 2.05
+    r["hops_per_sim_error"], r["hops_per_sim_spread"] = 0.12, _spread([1.5, 1.65, 2.05])
+    held = {**r, "in_sample": False}
+    assert "within the spread of its own measured runs: treesplit 2x1 9x9 hops/sim" in format_table([held])
+    assert "within the spread" not in format_table([{**held, "hops_per_sim_spread": 0.05}])
 
 
 def test_paired_error_judges_each_prediction_against_the_run_of_its_minute():
