@@ -42,6 +42,7 @@ class Config:
     profile: str = ""                # one profile for all ("": calibrate on each run)
     pingpong: bool = True
     repeats: int = 0                 # traced + untraced runs per MPI configuration (0: validate's default)
+    per_step: bool = False           # charge each part for its tree steps (treesplit validate --per-step)
 
     def validate(self) -> None:
         check(len(self.boards) >= 1 and all(b in (9, 13, 19) for b in self.boards), "boards", "9, 13 or 19")
@@ -117,7 +118,8 @@ def _spread_words(last) -> str:
 
 def run(cfg: Config, out: Path):
     vc = ValidateConfig(boards=tuple(cfg.boards), quick=cfg.subset, seconds=cfg.seconds or None,
-                        profile=cfg.profile or None, pingpong=cfg.pingpong, repeats=cfg.repeats or None)
+                        profile=cfg.profile or None, pingpong=cfg.pingpong, repeats=cfg.repeats or None,
+                        per_step=cfg.per_step)
     res = validate(vc, log=lambda s: print(s, flush=True))
     ref = res.pop(REFERENCE_PROFILE, None)
     if ref is not None:  # this engine's node costs, for `treesplit predict --costs`

@@ -459,6 +459,7 @@ class ValidateConfig:
     repeats: int | None = None       # engine runs and simulator seeds per MPI configuration, medians compared
                                      # (default 3): which rank owns the nodes a search favours
                                      # decides hops/sim, so one run pair differs by more than the model does
+    per_step: bool = False           # calibrations charge a part for its tree steps (sim.calibrate's per_step)
 
     def validate(self) -> None:
         check(len(self.boards) > 0, "board", "need at least one board size")
@@ -596,7 +597,8 @@ def _mpi_case(case: Case, i: int, cfg: ValidateConfig, tmp: str, given, pp, base
         secs, bcast = runs[-1]["seconds"], int(runs[-1].get("bcast_ranks", 0))
         if given is None:
             tr = read_trace(trace)
-            prof = calibrate(tr, base, name=f"validate-{i}-{k}", pingpong=pp, tree_share=share)
+            prof = calibrate(tr, base, name=f"validate-{i}-{k}", pingpong=pp, tree_share=share,
+                             per_step=cfg.per_step)
             profs.append(prof)
             uses.append(ho.usage(tr))
             probe = probe_factor(tr)

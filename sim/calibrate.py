@@ -285,11 +285,14 @@ def with_spread(profiles: list[Profile]) -> Profile:
 
 
 def calibrate(trace: str | Path | Trace, base: Profile, name: str = "local", pingpong: dict | None = None,
-              tree_share: float | None = None) -> Profile:
+              tree_share: float | None = None, per_step: bool = False) -> Profile:
     """A profile of the machine that made `trace` (a trace directory, or one already read: a caller that also
     reads other facts from it, such as probe_factor, reads it once). `tree_share` (default: base's) is what
     one more worker on a rank's tree costs a simulation there (NodeSpec.tree_share), measured apart: the
-    profile keeps the costs of a worker alone, so a trace of ranks with several workers has it divided out."""
+    profile keeps the costs of a worker alone, so a trace of ranks with several workers has it divided out.
+    per_step: the profile also says how a select's and an update's cost grows with the tree steps it covers
+    ([steps], which the functional fidelity then charges; see experiments/SIMULATOR.md for where that line,
+    fitted on 2 ranks, holds and where it does not)."""
     tr = trace if isinstance(trace, Trace) else read_trace(trace)
     pk = tr.packages
     if pk.empty:
@@ -319,7 +322,7 @@ def calibrate(trace: str | Path | Trace, base: Profile, name: str = "local", pin
                     tree_share=base.node.tree_share if tree_share is None else tree_share)
     node.validate()
     share = node.sharing_factor()
-    steps = step_costs(pk, tuple(k for k in STEP_KINDS if k in fitted))
+    steps = step_costs(pk, tuple(k for k in STEP_KINDS if k in fitted)) if per_step else {}
     if steps:
         notes.append("cost per tree step: " + ", ".join(f"{k} {v.base * 1e6:.2f} + {v.slope * 1e6:.2f} us/step "
                                                         f"(mean {v.mean:.2f} steps)" for k, v in steps.items()))

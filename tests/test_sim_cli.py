@@ -119,6 +119,9 @@ def test_calibrate_from_a_trace(run_cli, tmp_path):
     assert r.returncode == 2 and "--tree-share 1.5: expected a fraction" in r.stderr and "Traceback" not in r.stderr
     r = run_cli("calibrate", str(tr), "-o", str(out), "--no-pingpong", "--tree-share", "0.05", timeout=120)
     assert r.returncode == 0 and load_profile(out).node.tree_share == 0.05
+    # --per-step on a trace whose packages do not say their steps: nothing to fit, and no [steps]
+    r = run_cli("calibrate", str(tr), "-o", str(out), "--no-pingpong", "--per-step", timeout=120)
+    assert r.returncode == 0 and load_profile(out).steps == {} and "per tree step" not in r.stdout
     # the calibrated profile drives a simulation
     r = run_cli("simulate", "--profile", str(out), "--nodes", "2", "--seconds", "0.005", "--fidelity",
                 "statistical", "--json", timeout=120)

@@ -133,6 +133,10 @@ def test_tree_share_slows_the_workers_of_one_tree_and_calibration_divides_it_out
     tr = read_trace(tmp_path / "t")
     knows = calibrate(tr, base, name="knows", tree_share=0.05)
     ignores = calibrate(tr, base, name="ignores")
+    # a part's cost per tree step only where asked for (the trace says every part's steps either way)
+    assert knows.steps == {} and (tr.packages.loc[tr.packages["kind"].astype(str) == "select", "steps"] >= 0).all()
+    stepped = calibrate(tr, base, name="stepped", tree_share=0.05, per_step=True)
+    assert set(stepped.steps) == {"select", "update"} and stepped.costs == knows.costs
     assert knows.node.tree_share == 0.05 and "divided by 1.300" in knows.source
     assert knows.costs["playout"].mean == pytest.approx(base.costs["playout"].mean, rel=0.1)
     assert ignores.costs["playout"].mean == pytest.approx(1.30 * base.costs["playout"].mean, rel=0.1)

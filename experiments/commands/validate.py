@@ -42,6 +42,9 @@ def register(sub) -> None:
     p.add_argument("--profile", default=None, help="one profile for every configuration instead of calibrating "
                                                     "(a shipped name or a TOML file): one held-out table")
     p.add_argument("--no-pingpong", action="store_true", help="keep the base profile's network (no MPI sweep)")
+    p.add_argument("--per-step", action="store_true",
+                   help="calibrate each part's cost per tree step too (treesplit calibrate --per-step): the "
+                        "simulator charges root's whole paths more than the reference's shares of them")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="algorithm parameter for the MPI runs and their simulations")
     t = p.add_argument_group("measured traces instead of running the engine here")
@@ -80,7 +83,7 @@ def main(args) -> int:
         return main_traces(args)
     boards = tuple(args.board) if args.board else ((9,) if args.quick else (9, 19))
     cfg = ValidateConfig(boards=boards, quick=args.quick, seconds=args.seconds, repeats=args.repeats,
-                         profile=args.profile,
+                         profile=args.profile, per_step=args.per_step,
                          pingpong=not args.no_pingpong, params=parse_overrides(args.param))
     cfg.validate()
     res = validate(cfg, log=_log(args))

@@ -16,6 +16,7 @@ examples:
   treesplit calibrate runs/t1 -o runs/my-machine.toml
   treesplit calibrate runs/t1 -o runs/quick.toml --no-pingpong --base local
   treesplit calibrate runs/t1 -o runs/shared.toml --tree-share 0.1 --pingpong-seconds 2
+  treesplit calibrate runs/t1 -o runs/steps.toml --per-step --no-pingpong
 """
 
 
@@ -32,6 +33,9 @@ def register(sub) -> None:
                    help="what one more worker on a rank's tree costs a simulation, as a fraction (node.tree_share; "
                         "default: the base's). `treesplit validate` measures it on this machine; the costs of a "
                         "trace with several workers per rank are divided by 1 + F * (workers - 1)")
+    p.add_argument("--per-step", action="store_true",
+                   help="also fit how a select's and an update's cost grows with the tree steps it covers ([steps]; "
+                        "the functional fidelity then charges each part for its steps)")
     p.set_defaults(func=main)
 
 
@@ -54,7 +58,8 @@ def main(args) -> int:
     if not args.no_pingpong:
         print(f"running MPI ping-pong ({args.pingpong_seconds:.0f} s) ...", file=sys.stderr, flush=True)
         pp = run_pingpong(args.pingpong_seconds)
-    prof = calibrate(args.trace, base, name=args.name or out.stem, pingpong=pp, tree_share=args.tree_share)
+    prof = calibrate(args.trace, base, name=args.name or out.stem, pingpong=pp, tree_share=args.tree_share,
+                     per_step=args.per_step)
     out.parent.mkdir(parents=True, exist_ok=True)
     prof.save(out)
     print(f"wrote {out}")
