@@ -1,13 +1,13 @@
 """Fit a machine profile from an engine trace, plus an MPI ping-pong sweep run here (sim/pingpong.py).
 
 From the trace: one service-time distribution per package kind (the measured t_end - t_start of every
-package of that kind), how a select's and an update's cost grows with the tree steps it covered (step_costs;
-traces of schema version 2 say each part's steps), the median size of each message kind, the workload of the
-traced algorithm (sim/workload.py, for the statistical fidelity), and the node layout (a node = one rank with
-the trace's threads, since engine traces on one machine put every rank on the same host). From the ping-pong: the LogGP
-network (L, o, g, G) and the IO loop's poll cost (one MPI_Testsome, and its growth per posted request,
-our stand-in for "per peer"). Kinds the trace lacks, and the network with --no-pingpong, are taken from a
-base profile and the profile's `source` line says which.
+package of that kind; with per_step also how a select's and an update's cost grows with the tree steps it
+covered, step_costs, from traces of schema version 2), the median size of each message kind, the workload of
+the traced algorithm (sim/workload.py, for the statistical fidelity), and the node layout (a node = one rank
+with the trace's threads, since engine traces on one machine put every rank on the same host). From the
+ping-pong: the LogGP network (L, o, g, G) and the IO loop's poll cost (one MPI_Testsome, and its growth per
+posted request, our stand-in for "per peer"). Kinds the trace lacks, and the network with --no-pingpong, are
+taken from a base profile and the profile's `source` line says which.
 
 Recording a trace slows the engine (2-30% of its simulations at 9x9 on 2 ranks), between its packages, not in
 them: moving records into the trace costs a rank gaps of 30-100 us, and the other ranks wait for it; a playout

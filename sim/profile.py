@@ -151,7 +151,7 @@ class StepCost:
     base: float   # s: the fitted cost of a part of no steps
     slope: float  # s per step
 
-    def validate(self, where: str = "steps") -> None:
+    def validate(self, where: str) -> None:
         _non_negative(self, where)
         check(self.base + self.slope * self.mean > 0, where, "base + slope * mean must be > 0")
 

@@ -76,8 +76,9 @@ def _scale(data: dict[str, Any], parts: list[str], f: float) -> None:
 def mixed(layout: Profile, costs: Profile) -> Profile:
     """A profile with `costs`'s node costs (package service times and their cost per tree step, message sizes,
     the engine's per-message, per-package and per-byte CPU costs, NodeSpec.tree_share) on `layout`'s cluster
-    (cores and ranks per node, the network, the IO loop's poll cost per iteration and per peer, the statistical workloads, which describe
-    the search on the layout's problem). Each value keeps the source its own profile gives it."""
+    (cores and ranks per node, the network, the IO loop's poll cost per iteration and per peer, the statistical
+    workloads, which describe the search on the layout's problem). Each value keeps the source its own profile
+    gives it."""
     io = dataclasses.replace(layout.io, **{k: getattr(costs.io, k) for k in NODE_COST_IO})
     node = dataclasses.replace(layout.node, tree_share=costs.node.tree_share)
     sources: dict[str, ValueSource] = {}

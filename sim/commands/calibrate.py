@@ -65,8 +65,9 @@ def main(args) -> int:
     print(f"wrote {out}")
     for kind, d in prof.costs.items():
         st = prof.steps.get(kind)
-        print(f"  {kind:8s} mean {d.mean * 1e6:10.2f} us" + (f"  ({st.base * 1e6:.2f} + {st.slope * 1e6:.2f} us per tree "
-                                                             f"step, {st.mean:.2f} steps a part)" if st else ""))
+        per = (f"  ({st.base * 1e6:.2f} + {st.slope * 1e6:.2f} us per tree step, {st.mean:.2f} steps a part)"
+               if st else "")
+        print(f"  {kind:8s} mean {d.mean * 1e6:10.2f} us{per}")
     n = prof.network
     print(f"  network  L {n.latency * 1e6:.2f} us, o {n.overhead * 1e6:.2f} us, g {n.gap * 1e6:.2f} us, "
           f"G {n.gap_per_byte * 1e9:.3f} ns/B")
