@@ -4,11 +4,12 @@ Steps (each a `treesplit` subcommand in a subprocess, so the demo exercises exac
   1. start the live dashboard on 127.0.0.1 (URL printed) listening for telemetry;
   2. run UCT-Treesplit on local MPI ranks on 9x9 for a short search, with a trace and live telemetry;
   3. calibrate a machine profile on that trace (plus an MPI ping-pong);
-  4. replay the same configuration in the simulator with the calibrated profile (a simulated trace) for as
+  4. predict the scaling curve to 128(+32) nodes on the thesis' cluster (oculus profile): with Gomorra's costs,
+     and with this engine's costs calibrated in step 3 (`treesplit predict --costs`), each with its band; both
+     run in the background, beside step 5 (they need nothing of it);
+  5. replay the same configuration in the simulator with the calibrated profile (a simulated trace) for as
      long as the real run lasted, so both cover the same stretch of the search: the rate falls as the tree
      grows (on one calibrated profile, a replay of the first 0.2 s ran 33% faster than one of the whole 8 s);
-  5. predict the scaling curve to 128(+32) nodes on the thesis' cluster (oculus profile): with Gomorra's costs,
-     and with this engine's costs calibrated in step 3 (`treesplit predict --costs`), each with its band;
   6. write results/demo/report.html: the real run and its simulated replay side by side with the rate error
      in words (and, above validate's 15%, what made them differ), and the prediction.
 """
@@ -22,6 +23,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from dataclasses import dataclass, field
@@ -58,21 +60,50 @@ def _treesplit() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "treesplit"]
 
 
-def _run(step: str, args: list[str], log, timeout: float) -> str:
+@dataclass
+class _Step:
+    """A `treesplit` subcommand started in a subprocess, its output in temporary files until it ends."""
+    name: str
+    args: list
+    proc: subprocess.Popen
+    out: object
+    err: object
+    t0: float
+
+
+def _start(step: str, args: list[str]) -> _Step:
     shown = [a if len(a) <= 60 else a[:40] + "..." for a in args]  # the report's note, said in full above
     print(f"  $ treesplit {shlex.join(shown)}", flush=True)
-    t0 = time.monotonic()
+    out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+    proc = subprocess.Popen(_treesplit() + args, stdout=out, stderr=err, text=True)
+    return _Step(step, args, proc, out, err, time.monotonic())
+
+
+def _finish(st: _Step, log, timeout: float, label: str = "") -> str:
+    """Wait for a started step (timeout counted from its start); its output goes to the log, stdout back."""
     try:
-        r = subprocess.run(_treesplit() + args, capture_output=True, text=True, timeout=timeout)
+        st.proc.wait(timeout=max(0.0, st.t0 + timeout - time.monotonic()))
     except subprocess.TimeoutExpired:
-        raise UserError(f"demo step '{step}' did not finish within {timeout:.0f} s") from None
-    log.write(f"$ treesplit {shlex.join(args)}\n{r.stdout}\n{r.stderr}\n")
+        st.proc.kill()
+        st.proc.wait()
+        raise UserError(f"demo step '{st.name}' did not finish within {timeout:.0f} s") from None
+    finally:
+        st.out.seek(0)
+        st.err.seek(0)
+        stdout, stderr = st.out.read(), st.err.read()
+        st.out.close()
+        st.err.close()
+    log.write(f"$ treesplit {shlex.join(st.args)}\n{stdout}\n{stderr}\n")
     log.flush()
-    if r.returncode != 0:
-        tail = (r.stderr.strip() or r.stdout.strip()).splitlines()[-3:]
-        raise UserError(f"demo step '{step}' failed (exit {r.returncode}): " + " | ".join(tail))
-    print(f"    done in {time.monotonic() - t0:.1f} s", flush=True)
-    return r.stdout
+    if st.proc.returncode != 0:
+        tail = (stderr.strip() or stdout.strip()).splitlines()[-3:]
+        raise UserError(f"demo step '{st.name}' failed (exit {st.proc.returncode}): " + " | ".join(tail))
+    print(f"    {label}done in {time.monotonic() - st.t0:.1f} s", flush=True)
+    return stdout
+
+
+def _run(step: str, args: list[str], log, timeout: float) -> str:
+    return _finish(_start(step, args), log, timeout)
 
 
 class _Dashboard:
@@ -158,6 +189,7 @@ def run_demo(cfg: DemoConfig) -> Path:
     t_start = time.monotonic()
     with open(out / "demo.log", "w") as log:
         dash = None
+        background: list[_Step] = []
         try:
             print(f"[1/{steps}] live dashboard", flush=True)
             tele: list[str] = []
@@ -184,8 +216,18 @@ def run_demo(cfg: DemoConfig) -> Path:
             _run("calibrate", ["calibrate", str(engine_dir), "-o", str(profile),
                                *([] if cfg.pingpong else ["--no-pingpong"])], log, timeout=300)
 
+            print(f"[4/{steps}] predict scaling to {max(cfg.predict_nodes)} nodes ({cfg.predict_profile} profile): "
+                  f"with its own costs, and with this engine's (step 3's on its network and nodes); beside step 5",
+                  flush=True)
+            nodes_arg = ",".join(map(str, cfg.predict_nodes))
+            background.append(_start("predict", ["predict", "--algo", "treesplit", "--profile", cfg.predict_profile,
+                                                 "--nodes", nodes_arg, "--out", str(out), "--quiet"]))
+            background.append(_start("predict with this engine's costs", [
+                "predict", "--algo", "treesplit", "--profile", cfg.predict_profile, "--costs", str(profile),
+                "--nodes", nodes_arg, "--out", str(out), "--quiet"]))
+
             seconds = float(res["seconds"])
-            print(f"[4/{steps}] replay the same configuration in the simulator ({seconds:.1f} simulated s, as long "
+            print(f"[5/{steps}] replay the same configuration in the simulator ({seconds:.1f} simulated s, as long "
                   f"as the real run)", flush=True)
             nodes = max(1, cfg.ranks)
             sim = json.loads(_run("simulate", [
@@ -197,22 +239,20 @@ def run_demo(cfg: DemoConfig) -> Path:
             print(f"    {sim['sims_per_s']:.0f} sims/s simulated against {res['sims_per_s']:.0f} measured: "
                   f"{100 * error:+.0f}%", flush=True)
             print(textwrap.fill(note, width=110, initial_indent="    ", subsequent_indent="    "), flush=True)
-
-            print(f"[5/{steps}] predict scaling to {max(cfg.predict_nodes)} nodes ({cfg.predict_profile} profile)",
-                  flush=True)
-            _run("predict", ["predict", "--algo", "treesplit", "--profile", cfg.predict_profile, "--nodes",
-                             ",".join(map(str, cfg.predict_nodes)), "--out", str(out), "--quiet"], log, timeout=900)
-            print(f"    and this engine there: the costs calibrated in step 3 on {cfg.predict_profile}'s network "
-                  f"and nodes", flush=True)
-            _run("predict", ["predict", "--algo", "treesplit", "--profile", cfg.predict_profile, "--costs",
-                             str(profile), "--nodes", ",".join(map(str, cfg.predict_nodes)), "--out", str(out),
-                             "--quiet"], log, timeout=900)
+            while background:
+                _finish(background[0], log, timeout=900, label=f"step 4's {background[0].name}: ")
+                background.pop(0)
 
             print(f"[6/{steps}] report", flush=True)
             report = out / "report.html"
             _run("report", ["report", str(engine_dir), "--compare", str(sim_dir), "--scaling", str(scaling),
                             "--scaling", str(scaling_here), "--note", note, "-o", str(report)], log, timeout=300)
         finally:
+            for st in background:  # a step failed: the predictions still running go with it
+                st.proc.kill()
+                st.proc.wait()
+                st.out.close()
+                st.err.close()
             if dash is not None:
                 dash.close()
     print(f"demo finished in {time.monotonic() - t_start:.0f} s: {report.resolve()}", flush=True)

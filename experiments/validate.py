@@ -460,6 +460,7 @@ class ValidateConfig:
                                      # (default 3): which rank owns the nodes a search favours
                                      # decides hops/sim, so one run pair differs by more than the model does
     per_step: bool = False           # calibrations charge a part for its tree steps (sim.calibrate's per_step)
+    warmup: float = WARMUP_S         # s of the reference's run before anything is measured (0: none)
 
     def validate(self) -> None:
         check(len(self.boards) > 0, "board", "need at least one board size")
@@ -467,6 +468,7 @@ class ValidateConfig:
             check(b in (9, 13, 19), "board", f"expected 9, 13 or 19, got {b}")
         check(self.seconds is None or (self.seconds > 0 and math.isfinite(self.seconds)), "seconds", "need > 0")
         check(self.repeats is None or 1 <= self.repeats <= 20, "repeats", "need 1 to 20")
+        check(self.warmup >= 0 and math.isfinite(self.warmup), "warmup", "need >= 0 seconds")
 
     @property
     def run_repeats(self) -> int:
@@ -489,12 +491,12 @@ def validate(cfg: ValidateConfig, log: Callable[[str], None] = lambda s: print(s
     t_start = time.monotonic()
     todo = cases(list(cfg.boards), cfg.quick)
     ref_case = todo[0]
-    if given is None:
+    if given is None and cfg.warmup > 0:
         # This VM runs slow for the first 20-45 s of work after an idle spell (kernel probes 19-22 us a
         # simulation, then 17-18), which the reference's probes and runs, coming first, would otherwise carry
         # into every held-out row's drift: a run of the reference, measured nowhere, first.
-        log(f"warming the machine up ({WARMUP_S:.0f} s of {ref_case.label}) ...")
-        measure_mpi(ref_case, WARMUP_S, None, cfg.params, cfg.timeout)
+        log(f"warming the machine up ({cfg.warmup:g} s of {ref_case.label}) ...")
+        measure_mpi(ref_case, cfg.warmup, None, cfg.params, cfg.timeout)
     pp = None
     if given is None and cfg.pingpong:
         log("MPI ping-pong for the network parameters ...")

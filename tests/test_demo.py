@@ -34,3 +34,20 @@ def test_the_replay_note_says_why_an_error_is_above_the_goal():
     # slower than the engine, for no reason the runs' figures show: it says so and where to read on
     error, note = replay_note(ENGINE, {"sims_per_s": 5000.0, "seconds": 8.0, "busy_frac": 0.40}, 2, 0.5)
     assert error == pytest.approx(-0.375) and "SIMULATOR.md" in note
+
+
+def test_a_step_in_the_background_reports_its_failure_and_a_step_past_its_time_is_stopped(tmp_path):
+    import io
+
+    from experiments.demo import _finish, _start
+    from model.errors import UserError
+
+    log = io.StringIO()
+    bad = _start("predict", ["predict", "--profile", "oculus", "--nodes", "0"])
+    with pytest.raises(UserError, match=r"demo step 'predict' failed \(exit 2\)"):
+        _finish(bad, log, timeout=120)
+    assert "treesplit predict" in log.getvalue() and bad.out.closed and bad.err.closed
+    slow = _start("simulate", ["simulate", "--algo", "treesplit", "--nodes", "4", "--seconds", "100"])
+    with pytest.raises(UserError, match="did not finish within 1 s"):
+        _finish(slow, log, timeout=1)
+    assert slow.proc.returncode is not None  # stopped, not left running

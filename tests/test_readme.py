@@ -34,7 +34,7 @@ BUDGETS = {
     ".venv/bin/treesplit dashboard --live": ["--live", "127.0.0.1:0", "--port", "0", "--no-browser"],
     ".venv/bin/treesplit calibrate": ["--pingpong-seconds", "1"],
     ".venv/bin/treesplit predict": ["--seconds", "0.005"],
-    ".venv/bin/treesplit validate": ["--seconds", "1", "--repeats", "1", "--no-pingpong"],
+    ".venv/bin/treesplit validate": ["--seconds", "0.5", "--repeats", "1", "--no-pingpong", "--warmup", "0"],
     ".venv/bin/treesplit gtp": ["--sims", "200"],
     ".venv/bin/treesplit bench parallel": ["--cores", "2", "--boards", "9", "--seconds", "0.5", "--repeats", "1",
                                            "--algos", "tree,treesplit"],

@@ -179,6 +179,24 @@ def test_a_held_out_miss_names_the_cost_that_differs():
     assert "roles" in wrong_cost(hops, use, own, ref)
 
 
+@pytest.mark.parametrize("warmup", [0.0, 7.5])
+def test_the_warm_up_runs_the_reference_first_for_as_long_as_asked(monkeypatch, warmup):
+    import experiments.validate as v
+
+    fake_runs(monkeypatch)
+    runs = []
+    measured = v.measure_mpi
+    monkeypatch.setattr(v, "measure_mpi", lambda case, secs, trace, *a, **k: (
+        runs.append((case.label, secs, trace)), measured(case, secs, trace, *a, **k))[1])
+    v.validate(v.ValidateConfig(boards=(9,), quick=True, repeats=1, pingpong=False, seconds=1.0, warmup=warmup),
+               log=lambda s: None)
+    warm = [r for r in runs if r[1] == warmup and r[2] is None]
+    assert len(warm) == (1 if warmup else 0)
+    if warmup:
+        assert runs[0] == ("treesplit 2x1 9x9", warmup, None)  # before anything is measured
+    assert all(secs == 1.0 for _, secs, _ in runs[1 if warmup else 0:])
+
+
 def test_bad_config_is_a_clear_error():
     with pytest.raises(ConfigError, match="board"):
         ValidateConfig(boards=(7,)).validate()
@@ -186,6 +204,8 @@ def test_bad_config_is_a_clear_error():
         ValidateConfig(seconds=-1).validate()
     with pytest.raises(ConfigError, match="repeats"):
         ValidateConfig(repeats=0).validate()
+    with pytest.raises(ConfigError, match="warmup"):
+        ValidateConfig(warmup=-1).validate()
     assert ValidateConfig(quick=True).run_repeats == 3 and ValidateConfig().run_repeats == 5
 
 

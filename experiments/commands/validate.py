@@ -42,6 +42,9 @@ def register(sub) -> None:
     p.add_argument("--profile", default=None, help="one profile for every configuration instead of calibrating "
                                                     "(a shipped name or a TOML file): one held-out table")
     p.add_argument("--no-pingpong", action="store_true", help="keep the base profile's network (no MPI sweep)")
+    p.add_argument("--warmup", type=float, default=None, metavar="SECONDS",
+                   help="seconds of the reference's run, measured nowhere, before anything is (default 15: a VM "
+                        "after an idle spell runs slow at first; 0: none)")
     p.add_argument("--per-step", action="store_true",
                    help="calibrate each part's cost per tree step too (treesplit calibrate --per-step): the "
                         "simulator charges root's whole paths more than the reference's shares of them")
@@ -84,7 +87,8 @@ def main(args) -> int:
     boards = tuple(args.board) if args.board else ((9,) if args.quick else (9, 19))
     cfg = ValidateConfig(boards=boards, quick=args.quick, seconds=args.seconds, repeats=args.repeats,
                          profile=args.profile, per_step=args.per_step,
-                         pingpong=not args.no_pingpong, params=parse_overrides(args.param))
+                         pingpong=not args.no_pingpong, params=parse_overrides(args.param),
+                         **({} if args.warmup is None else {"warmup": args.warmup}))
     cfg.validate()
     res = validate(cfg, log=_log(args))
     return _emit(res, args, "validate-quick" if args.quick else "validate")
