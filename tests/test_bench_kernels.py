@@ -5,7 +5,7 @@ import json
 
 def test_bench_kernels_reports_the_distributed_runs_extra_per_simulation_and_per_hop(run_cli, tmp_path):
     r = run_cli("bench", "kernels", "--boards", "5", "--algos", "treesplit,root", "--sims", "600", "--repeats", "2",
-                "--json", "--out", str(tmp_path))
+                "--parts", "--json", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
     rows = {row["algo"]: row for row in res["rows"]}
@@ -19,6 +19,17 @@ def test_bench_kernels_reports_the_distributed_runs_extra_per_simulation_and_per
     assert rows["treesplit"]["us_per_hop"] * rows["treesplit"]["hops_per_sim"] == \
         __import__("pytest").approx(rows["treesplit"]["extra_us_per_sim"])
     assert rows["root"]["hops_per_sim"] == 0 and rows["root"]["us_per_hop"] is None
+    # --parts: each kind's line over its tree steps, on one rank and on two
+    for row in rows.values():
+        for key in ("parts_1", "parts_n"):
+            assert {"select", "update"} <= set(row[key]), (row["algo"], key, row[key])
+            for line in row[key].values():
+                assert line["base_us"] >= 0 and line["per_step_us"] >= 0 and line["steps_per_part"] > 0
+                assert line["base_us"] + line["per_step_us"] > 0 and line["parts_per_sim"] > 0
+    # a treesplit path is selected in shares on two ranks, root parallelisation's whole on each
+    ts = rows["treesplit"]
+    assert ts["parts_n"]["select"]["steps_per_part"] < ts["parts_1"]["select"]["steps_per_part"]
+    assert ts["parts_n"]["select"]["parts_per_sim"] > ts["parts_1"]["select"]["parts_per_sim"]
     saved = json.loads((tmp_path / "bench-kernels.json").read_text())
     assert saved["rows"] == res["rows"] and "machine" in saved
 

@@ -6,11 +6,14 @@ passes them), on tables paged in beforehand, once with one search rank and once 
 kernels (running packages, taking records in) per simulation, as the median of --repeats runs that take
 turns, and the distributed run's extra per simulation and per hop (a MOVE record). No second core's
 contention, no MPI calls, no waiting: a hop's own cost, steadier on a shared machine than `bench parallel`,
-whose CPU per hop holds all of those. Writes results/bench-kernels.json (or --out DIR).
+whose CPU per hop holds all of those. With --parts, one more run of each layout logs every part a package
+runs (as a trace does) and gives each kind's cost as base + per tree step (the line `treesplit calibrate
+--per-step` fits), on one rank and on --ranks. Writes results/bench-kernels.json (or --out DIR).
 
 examples:
   treesplit bench kernels --boards 9,19
   treesplit bench kernels --algos treesplit,tds,dfuct --sims 20000 --repeats 5 --json --no-save
+  treesplit bench kernels --algos treesplit,root --parts --repeats 1
 """
 
 from __future__ import annotations
@@ -36,30 +39,79 @@ def register(kinds) -> None:
                         "to show what a hop costs)")
     p.add_argument("--repeats", type=int, default=5, help="runs of each layout (default 5)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    p.add_argument("--parts", action="store_true",
+                   help="also each kind of part's cost as base + per tree step, on 1 rank and on --ranks")
     add_output_flags(p)
     p.set_defaults(func=_run)
 
 
-def run_once(algo: str, ranks: int, board: int, sims: int, seed: int = 1) -> dict:
-    """One loopback search: kernel seconds per simulation and MOVE records (hops) per simulation."""
+def _roles(algo: str, ranks: int, board: int, sims: int, seed: int) -> list:
+    """Every rank's role of a loopback search, their tables paged in."""
     from engine.mpi.config import DistributedConfig
     from engine.mpi.roles_host import make_setup, roles_layout
     from model.roles import make_roles
-    from model.roles.loopback import BatchLoopback
     from model.tt import prefault
 
     cfg = DistributedConfig(algo=algo, ranks=ranks, bcast_ranks=0, threads=1, board=board, sims=sims, seed=seed)
     roles = make_roles(algo, roles_layout(cfg), make_setup(cfg), cfg.params)
-    spent = [0.0]
     for role in roles:
         if getattr(role, "t", None) is not None:
             prefault(role.t)
+    return roles
+
+
+def run_once(algo: str, ranks: int, board: int, sims: int, seed: int = 1) -> dict:
+    """One loopback search: kernel seconds per simulation and MOVE records (hops) per simulation."""
+    from model.roles.loopback import BatchLoopback
+
+    roles = _roles(algo, ranks, board, sims, seed)
+    spent = [0.0]
+    for role in roles:
         if hasattr(role, "run_batch"):
             role.run_batch = _timed(role.run_batch, spent)
             role.receive_batch = _timed(role.receive_batch, spent)
     BatchLoopback(roles, seed=seed).run()
     moves = sum(m for r in roles if hasattr(r, "sent_counts") for _, kind, m, _ in r.sent_counts() if kind == "MOVE")
     return {"kernel_us_per_sim": spent[0] / sims * 1e6, "hops_per_sim": moves / sims}
+
+
+def part_lines(algo: str, ranks: int, board: int, sims: int, seed: int = 1) -> dict:
+    """One loopback search with every part logged: per kind whose steps vary, the least-squares line of a
+    part's cost over its tree steps (sim.calibrate.step_costs), in us, and the mean steps per part."""
+    import numpy as np
+    import pandas as pd
+
+    from engine.mpi.clock import ticks_per_second
+    from model.roles.loopback import BatchLoopback
+    from model.roles.treesplit import PKG_KINDS
+    from sim.calibrate import step_costs
+
+    roles = _roles(algo, ranks, board, sims, seed)
+    logs: list = []
+    for role in roles:
+        if hasattr(role, "run_batch") and hasattr(role, "take_logs"):
+            role.run_batch = _logged(role, logs)
+    BatchLoopback(roles, seed=seed).run()
+    if not logs:
+        return {}
+    kinds, _, t0, t1, steps = (np.concatenate([p[i] for p in logs]) for i in range(5))
+    tps = ticks_per_second()
+    pk = pd.DataFrame({"t_start": t0 / tps, "t_end": t1 / tps, "kind": np.asarray(PKG_KINDS)[kinds],
+                       "steps": steps})
+    return {k: {"base_us": c.base * 1e6, "per_step_us": c.slope * 1e6, "steps_per_part": c.mean,
+                "parts_per_sim": float((pk["kind"] == k).sum()) / sims}
+            for k, c in step_costs(pk).items()}
+
+
+def _logged(role, logs: list):
+    run = role.run_batch
+
+    def call(max_cycles, log):
+        run(max_cycles, True)
+        parts, _ = role.take_logs(parts=True, rx=False)
+        logs.append(parts)
+
+    return call
 
 
 def _timed(fn, spent: list):
@@ -71,7 +123,8 @@ def _timed(fn, spent: list):
     return call
 
 
-def measure(algo: str, board: int, ranks: int = 2, sims: int = 20000, repeats: int = 5, seed: int = 1) -> dict:
+def measure(algo: str, board: int, ranks: int = 2, sims: int = 20000, repeats: int = 5, seed: int = 1,
+            parts: bool = False) -> dict:
     from model.errors import ConfigError
 
     if ranks < 2 or sims < 100 or repeats < 1:
@@ -85,11 +138,19 @@ def measure(algo: str, board: int, ranks: int = 2, sims: int = 20000, repeats: i
     one = statistics.median(x["kernel_us_per_sim"] for x in runs[1])
     many = statistics.median(x["kernel_us_per_sim"] for x in runs[ranks])
     hops = statistics.median(x["hops_per_sim"] for x in runs[ranks])
-    return {"algo": algo, "board": board, "ranks": ranks, "sims_per_run": sims, "repeats": repeats,
-            "us_per_sim_1": one, "us_per_sim_n": many, "ratio": many / one, "extra_us_per_sim": many - one,
-            "hops_per_sim": hops, "us_per_hop": (many - one) / hops if hops > 0 else None,
-            "runs_1": [x["kernel_us_per_sim"] for x in runs[1]],
-            "runs_n": [x["kernel_us_per_sim"] for x in runs[ranks]]}
+    row = {"algo": algo, "board": board, "ranks": ranks, "sims_per_run": sims, "repeats": repeats,
+           "us_per_sim_1": one, "us_per_sim_n": many, "ratio": many / one, "extra_us_per_sim": many - one,
+           "hops_per_sim": hops, "us_per_hop": (many - one) / hops if hops > 0 else None,
+           "runs_1": [x["kernel_us_per_sim"] for x in runs[1]],
+           "runs_n": [x["kernel_us_per_sim"] for x in runs[ranks]]}
+    if parts:
+        row["parts_1"] = part_lines(algo, 1, board, sims, seed)
+        row["parts_n"] = part_lines(algo, ranks, board, sims, seed)
+    return row
+
+
+def _line(p: dict) -> str:
+    return f"{p['base_us']:.2f} + {p['per_step_us']:.2f} us/step ({p['steps_per_part']:.2f} steps a part)"
 
 
 def _run(args) -> int:
@@ -110,13 +171,17 @@ def _run(args) -> int:
     rows = []
     for board in boards:
         for algo in algos:
-            row = measure(algo, board, args.ranks, args.sims, args.repeats, args.seed)
+            row = measure(algo, board, args.ranks, args.sims, args.repeats, args.seed, args.parts)
             rows.append(row)
             if not args.json and not args.quiet:
                 hop = f"{row['us_per_hop']:.1f} us/hop" if row["us_per_hop"] is not None else "no hops"
                 print(f"{board}x{board} {algo:10s} 1 rank {row['us_per_sim_1']:6.1f} us/sim, {args.ranks} ranks "
                       f"{row['us_per_sim_n']:6.1f} (x{row['ratio']:.2f}, +{row['extra_us_per_sim']:.1f} us; "
                       f"{row['hops_per_sim']:.2f} hops/sim, {hop})", flush=True)
+                for kind in sorted(set(row.get("parts_1", {})) | set(row.get("parts_n", {}))):
+                    print(f"  {kind:7s} " + ", ".join(
+                        f"{r} rank{'s' if r > 1 else ''} " + (_line(row[key][kind]) if kind in row[key] else "-")
+                        for r, key in ((1, "parts_1"), (args.ranks, "parts_n"))), flush=True)
     res = {"ranks": args.ranks, "sims": args.sims, "repeats": args.repeats, "rows": rows}
     out = output_dir(args)
     path = write_json("bench-kernels", res, out) if out else None
