@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit, uint64
 
 from model.atomics import atomic_cas, atomic_load, atomic_store
+from model.blocks import spread_zeros
 
 PROBES = 10
 # A search process's table (MiB), every algorithm's (the sequential search, tree threads, each MPI rank). A
@@ -74,22 +75,23 @@ def slots_for(mb: float, max_children: int) -> int:
 
 
 def new_table(slots: int, max_children: int) -> Table:
-    """An empty table. np.zeros pages are only touched on first use, so a large budget costs nothing upfront."""
+    """An empty table. Its pages are only touched on first use, so a large budget costs nothing upfront."""
     if slots < 2 or max_children < 1:
         raise ValueError("a table needs at least 2 slots and 1 child per node")
     if max_children > np.iinfo(np.int16).max:
         raise ValueError("actions must fit int16")
     S, K = int(slots), int(max_children)
-    stamp = np.full(S, EMPTY, dtype=np.int64)
+    # the six per-child arrays a UCT step reads together alternate with the others (model/blocks.py)
+    cv, key, cw, stamp, av, visits, aw, value, vl, n_children, pr, cm = spread_zeros([
+        ((S, K), np.int32), ((S,), np.uint64), ((S, K), np.float32), ((S,), np.int64), ((S, K), np.int32),
+        ((S,), np.int64), ((S, K), np.float32), ((S,), np.float64), ((S, K), np.int32), ((S,), np.int32),
+        ((S, K), np.float32), ((S, K), np.int16)])
+    stamp[:] = EMPTY
+    n_children[:] = UNEXPANDED
     meta = np.zeros(M_LEN, dtype=np.int64)
     meta[M_SEARCH] = FIRST_SEARCH
-    return Table(
-        key=np.zeros(S, np.uint64), stamp=stamp, visits=np.zeros(S, np.int64), value=np.zeros(S, np.float64),
-        n_children=np.full(S, UNEXPANDED, np.int32),
-        child_move=np.zeros((S, K), np.int16), child_visits=np.zeros((S, K), np.int32),
-        child_value=np.zeros((S, K), np.float32), amaf_visits=np.zeros((S, K), np.int32),
-        amaf_value=np.zeros((S, K), np.float32), vloss=np.zeros((S, K), np.int32),
-        prior=np.zeros((S, K), np.float32), meta=meta)
+    return Table(key=key, stamp=stamp, visits=visits, value=value, n_children=n_children, child_move=cm,
+                 child_visits=cv, child_value=cw, amaf_visits=av, amaf_value=aw, vloss=vl, prior=pr, meta=meta)
 
 
 def table_for_budget(mb: float, max_children: int) -> Table:
@@ -98,8 +100,8 @@ def table_for_budget(mb: float, max_children: int) -> Table:
 
 def prefault(t: Table) -> None:
     """Touch every page of a new table now, so that searches do not pay the page faults (benchmarks; on
-    some virtual machines a first touch of memory costs far more than on bare hardware). The arrays that
-    np.zeros left untouched get zeros written, one per page; the others were filled when made."""
+    some virtual machines a first touch of memory costs far more than on bare hardware). The arrays left
+    untouched get zeros written, one per page; stamps and child counts were filled when made."""
     for a in (t.key, t.visits, t.value, t.child_move, t.child_visits, t.child_value, t.amaf_visits,
               t.amaf_value, t.vloss, t.prior):
         a.reshape(-1)[:: max(1, 4096 // a.itemsize)] = 0

@@ -146,3 +146,30 @@ def test_prefault_and_clear():
     assert tt.find(t, key(1)) == 0 and t.meta[tt.M_SEARCH] == tt.FIRST_SEARCH
     again, st = tt.lookup(t, key(1), True)
     assert (again, st) == (slot, tt.NEW) and t.visits[slot] == 0
+
+
+def test_a_new_tables_arrays_are_separate_filled_and_spread_round_a_page():
+    from model.blocks import PAGE
+    from model.roles.dup import new_dup_table
+
+    t = tt.new_table(3000, 362)
+    assert (t.stamp == tt.EMPTY).all() and (t.n_children == tt.UNEXPANDED).all()
+    arrays = [a for name, a in t._asdict().items() if name != "meta"]
+    assert all(a.flags.c_contiguous and a.flags.writeable for a in arrays)
+    assert not any(a.any() for a in arrays if a is not t.stamp and a is not t.n_children)
+    # each array writable on its own: filling one leaves every other as it was
+    for a in arrays:
+        before = [b.copy() for b in arrays if b is not a]
+        a.reshape(-1)[:] = 1
+        assert all((b == c).all() for b, c in zip((b for b in arrays if b is not a), before))
+    # the six per-child arrays a UCT step reads together start at distinct places round a page, each at
+    # least a cache line from the next, so a node's rows of them fall in different cache sets
+    per_child = [t.child_visits, t.child_value, t.amaf_visits, t.amaf_value, t.vloss, t.prior]
+    offs = sorted(a.__array_interface__["data"][0] % PAGE for a in per_child)
+    gaps = [b - a for a, b in zip(offs, offs[1:] + [offs[0] + PAGE])]
+    assert min(gaps) >= 512, offs
+
+    dt = new_dup_table(3000, 362, 40)
+    assert (dt.row_of == -1).all() and not dt.n.any() and not dt.aw.any()
+    offs = sorted(a.__array_interface__["data"][0] % PAGE for a in (dt.n, dt.w, dt.an, dt.aw))
+    assert len(set(offs)) == 4

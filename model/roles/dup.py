@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from model.atomics import atomic_add, atomic_add2, atomic_cas, atomic_load, atomic_store
+from model.blocks import spread_zeros
 from model.roles.messages import NODE_ROW, STAT
 from model.tt import EXPANDING, UNEXPANDED, lookup
 
@@ -46,14 +47,16 @@ class DupTable(NamedTuple):
 
 
 def new_dup_table(slots: int, max_children: int, rows: int) -> DupTable:
-    """Delta counters for up to `rows` duplicated nodes of a table with `slots` slots (np.zeros pages are
-    touched only when used, so a generous `rows` costs little)."""
+    """Delta counters for up to `rows` duplicated nodes of a table with `slots` slots (pages are touched
+    only when used, so a generous `rows` costs little)."""
     D, K = int(rows), int(max_children)
-    return DupTable(
-        row_of=np.full(int(slots), -1, np.int32), ready=np.zeros(D, np.int32), slot=np.zeros(D, np.int64),
-        key=np.zeros(D, np.uint64), n=np.zeros((D, K), np.int32), w=np.zeros((D, K), np.float32),
-        an=np.zeros((D, K), np.int32), aw=np.zeros((D, K), np.float32), node_n=np.zeros(D, np.int64),
-        node_w=np.zeros(D, np.float64), meta=np.zeros(D_LEN, np.int64))
+    # an update of a duplicated node adds to its four rows together: they alternate with the others
+    n, row_of, w, ready, an, slot, aw, key, node_n, node_w = spread_zeros([
+        ((D, K), np.int32), ((int(slots),), np.int32), ((D, K), np.float32), ((D,), np.int32), ((D, K), np.int32),
+        ((D,), np.int64), ((D, K), np.float32), ((D,), np.uint64), ((D,), np.int64), ((D,), np.float64)])
+    row_of[:] = -1
+    return DupTable(row_of=row_of, ready=ready, slot=slot, key=key, n=n, w=w, an=an, aw=aw, node_n=node_n,
+                    node_w=node_w, meta=np.zeros(D_LEN, np.int64))
 
 
 @njit(cache=True, nogil=True, inline="always")
