@@ -4,9 +4,9 @@ Each large numpy array starts a fresh mapping, so separate arrays of one row len
 address modulo 4 KiB, and a node's row of each lands in the same L1 cache sets. A UCT step reads six such
 rows of a node (child visits, values, AMAF counts, virtual losses, priors) and its AMAF update stores to one
 row just before it loads the next at the same low twelve address bits, which the core first takes for the
-same address (4K aliasing). Measured on the 2-core AMD EPYC VM, 19x19 rows of 361 children: an AMAF pass
-over 32 nodes warm in cache took 1.1-1.2 us with the arrays aligned alike and 0.44-0.47 us spread apart
-(a whole sequential 19x19 search: ~3% more simulations a CPU-second; rows out of cache cost the same).
+same address (4K aliasing). `treesplit bench kernels --passes` on the 2-core AMD EPYC VM, 19x19 rows of
+361 children: an AMAF pass over nodes in cache 0.86 us with the arrays aligned alike, 0.43 us spread apart;
+out of cache 2.62 and 2.28 us (a whole sequential 19x19 search: ~3% more simulations a CPU-second).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ import json
 
 def test_bench_kernels_reports_the_distributed_runs_extra_per_simulation_and_per_hop(run_cli, tmp_path):
     r = run_cli("bench", "kernels", "--boards", "5", "--algos", "treesplit,root", "--sims", "600", "--repeats", "2",
-                "--parts", "--json", "--out", str(tmp_path))
+                "--parts", "--passes", "--json", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
     rows = {row["algo"]: row for row in res["rows"]}
@@ -30,8 +30,12 @@ def test_bench_kernels_reports_the_distributed_runs_extra_per_simulation_and_per
     ts = rows["treesplit"]
     assert ts["parts_n"]["select"]["steps_per_part"] < ts["parts_1"]["select"]["steps_per_part"]
     assert ts["parts_n"]["select"]["parts_per_sim"] > ts["parts_1"]["select"]["parts_per_sim"]
+    # --passes: an AMAF pass's cost, rows in cache and out, on the table as laid out and on one aligned alike
+    passes = res["passes"]["5"]
+    assert set(passes) == {"spread", "aligned"}
+    assert all(p["warm_us"] > 0 and p["cold_us"] > 0 for p in passes.values())
     saved = json.loads((tmp_path / "bench-kernels.json").read_text())
-    assert saved["rows"] == res["rows"] and "machine" in saved
+    assert saved["rows"] == res["rows"] and saved["passes"] == res["passes"] and "machine" in saved
 
 
 def test_bench_kernels_refuses_what_it_cannot_run(run_cli):

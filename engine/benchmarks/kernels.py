@@ -8,12 +8,16 @@ turns, and the distributed run's extra per simulation and per hop (a MOVE record
 contention, no MPI calls, no waiting: a hop's own cost, steadier on a shared machine than `bench parallel`,
 whose CPU per hop holds all of those. With --parts, one more run of each layout logs every part a package
 runs (as a trace does) and gives each kind's cost as base + per tree step (the line `treesplit calibrate
---per-step` fits), on one rank and on --ranks. Writes results/bench-kernels.json (or --out DIR).
+--per-step` fits), on one rank and on --ranks. With --passes, what one AMAF update pass over a node's
+children costs (the bulk of an update step) with its rows in cache (32 nodes over and over) and out of it
+(random nodes of a full table), on the table as tt.new_table lays it out and on one whose arrays start alike
+round a page (model/blocks.py says why that is slower). Writes results/bench-kernels.json (or --out DIR).
 
 examples:
   treesplit bench kernels --boards 9,19
   treesplit bench kernels --algos treesplit,tds,dfuct --sims 20000 --repeats 5 --json --no-save
   treesplit bench kernels --algos treesplit,root --parts --repeats 1
+  treesplit bench kernels --boards 9,19 --algos treesplit --repeats 1 --passes
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ def register(kinds) -> None:
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--parts", action="store_true",
                    help="also each kind of part's cost as base + per tree step, on 1 rank and on --ranks")
+    p.add_argument("--passes", action="store_true",
+                   help="also an AMAF pass's cost, rows in cache and out, spread table layout and aligned")
     add_output_flags(p)
     p.set_defaults(func=_run)
 
@@ -183,6 +189,15 @@ def _run(args) -> int:
                         f"{r} rank{'s' if r > 1 else ''} " + (_line(row[key][kind]) if kind in row[key] else "-")
                         for r, key in ((1, "parts_1"), (args.ranks, "parts_n"))), flush=True)
     res = {"ranks": args.ranks, "sims": args.sims, "repeats": args.repeats, "rows": rows}
+    if args.passes:
+        from engine.benchmarks._passes import pass_costs
+
+        res["passes"] = {str(b): pass_costs(b, args.seed) for b in boards}
+        if not args.json and not args.quiet:
+            for b, p in res["passes"].items():
+                print(f"{b}x{b} AMAF pass over {int(b) ** 2} children: " + "; ".join(
+                    f"{layout} {p[layout]['warm_us']:.2f} us in cache, {p[layout]['cold_us']:.2f} out"
+                    for layout in ("spread", "aligned")), flush=True)
     out = output_dir(args)
     path = write_json("bench-kernels", res, out) if out else None
     if args.json:
