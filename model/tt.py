@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit, uint64
 
 from model.atomics import atomic_cas, atomic_load, atomic_store
-from model.blocks import spread_zeros
+from model.blocks import PAGE, spread_zeros
 
 PROBES = 10
 # A search process's table (MiB), every algorithm's (the sequential search, tree threads, each MPI rank). A
@@ -104,7 +104,7 @@ def prefault(t: Table) -> None:
     untouched get zeros written, one per page; stamps and child counts were filled when made."""
     for a in (t.key, t.visits, t.value, t.child_move, t.child_visits, t.child_value, t.amaf_visits,
               t.amaf_value, t.vloss, t.prior):
-        a.reshape(-1)[:: max(1, 4096 // a.itemsize)] = 0
+        a.reshape(-1)[:: max(1, PAGE // a.itemsize)] = 0
 
 
 def clear(t: Table) -> None:

@@ -26,6 +26,14 @@ def test_bench_kernels_reports_the_distributed_runs_extra_per_simulation_and_per
             for line in row[key].values():
                 assert line["base_us"] >= 0 and line["per_step_us"] >= 0 and line["steps_per_part"] > 0
                 assert line["base_us"] + line["per_step_us"] > 0 and line["parts_per_sim"] > 0
+    # where a simulation's kernel time goes: every kind of part, the batch kernel between parts, the receive
+    # kernel; one rank takes in no records, treesplit's two ranks do (a MOVE or UPDATE a hop)
+    for row in rows.values():
+        for key in ("per_sim_1", "per_sim_n"):
+            assert {"select", "update", "playout", "batch", "receive"} <= set(row[key]), (row["algo"], key, row[key])
+            assert all(v >= 0 for v in row[key].values()) and row[key]["playout"] > 0
+        assert row["per_sim_1"]["receive"] == 0
+    assert rows["treesplit"]["per_sim_n"]["receive"] > 0
     # a treesplit path is selected in shares on two ranks, root parallelisation's whole on each
     ts = rows["treesplit"]
     assert ts["parts_n"]["select"]["steps_per_part"] < ts["parts_1"]["select"]["steps_per_part"]

@@ -162,8 +162,9 @@ def test_a_new_tables_arrays_are_separate_filled_and_spread_round_a_page():
         before = [b.copy() for b in arrays if b is not a]
         a.reshape(-1)[:] = 1
         assert all((b == c).all() for b, c in zip((b for b in arrays if b is not a), before))
-    # the six per-child arrays a UCT step reads together start at distinct places round a page, each at
-    # least a cache line from the next, so a node's rows of them fall in different cache sets
+    # the six per-child arrays a UCT step reads together start spread round a page: the table's 12 arrays
+    # lie ~1/12 of a page apart and these six alternate with the others, so each is 512 B or more from the
+    # next, and a node's rows of them fall in different cache sets
     per_child = [t.child_visits, t.child_value, t.amaf_visits, t.amaf_value, t.vloss, t.prior]
     offs = sorted(a.__array_interface__["data"][0] % PAGE for a in per_child)
     gaps = [b - a for a, b in zip(offs, offs[1:] + [offs[0] + PAGE])]

@@ -225,3 +225,27 @@ def test_expansion_orders_children_by_knowledge():
     slot, _ = tt.lookup(t2, np.uint64(778), True)
     uct.expand(t2, gg, sg, slot, np.empty(game.n_actions(gg), np.int64))
     assert t2.child_move[slot, :26].tolist() == list(range(26)) and not t2.prior[slot].any()
+
+
+def test_amaf_update_counts_the_children_whose_move_the_player_played_first():
+    from model.roles.dup import amaf_shared_in, new_dup_table
+
+    rng = np.random.default_rng(3)
+    t = tt.new_table(64, 40)
+    s = node(t, 37, 0)
+    t.child_move[s, :37] = rng.permutation(40)[:37]
+    dt = new_dup_table(64, 40, 2)
+    # every value an int8 map entry can hold, not only -1 and the two players
+    amaf = rng.integers(-128, 128, 40).astype(np.int8)
+    amaf[t.child_move[s, :10]] = rng.integers(0, 2, 10)
+    for player, r in ((0, 1.0), (1, 0.25), (0, 0.0)):
+        av, aw = t.amaf_visits[s].copy(), t.amaf_value[s].copy()
+        hit = amaf[t.child_move[s, :37]] == player
+        uct.update_amaf(t, s, amaf, player, r)
+        assert (t.amaf_visits[s, :37] == av[:37] + hit).all() and (t.amaf_visits[s, 37:] == 0).all()
+        assert np.array_equal(t.amaf_value[s, :37], (aw[:37] + np.float32(r) * hit).astype(np.float32))
+        # a duplicated node: the table's counts and the row's unsent ones alike
+        dan, daw = dt.an[1].copy(), dt.aw[1].copy()
+        amaf_shared_in(t.n_children, t.child_move, t.amaf_visits, t.amaf_value, dt.an, dt.aw, s, 1, amaf, player, r)
+        assert (dt.an[1, :37] == dan[:37] + hit).all()
+        assert np.array_equal(dt.aw[1, :37], (daw[:37] + np.float32(r) * hit).astype(np.float32))

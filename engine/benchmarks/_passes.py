@@ -14,10 +14,13 @@ from model.uct import amaf_in
 
 
 @njit(cache=True, nogil=True)
-def _amaf_passes(n_children, cm, av, aw, slots, amaf, reps):
+def _amaf_passes(n_children, cm, av, aw, slots, maps, reps):
+    """Each pass with the next map of `maps`: a search's maps differ from one simulation to the next."""
+    i = 0
     for _ in range(reps):
         for s in slots:
-            amaf_in(n_children, cm, av, aw, s, amaf, 0, 0.5)
+            amaf_in(n_children, cm, av, aw, s, maps[i % maps.shape[0]], 0, 0.5)
+            i += 1
 
 
 def _aligned_like(t: tt.Table) -> tt.Table:
@@ -27,11 +30,12 @@ def _aligned_like(t: tt.Table) -> tt.Table:
 
 def pass_costs(board: int, seed: int = 1, repeats: int = 3) -> dict:
     """us per AMAF pass over a node of the default table's size with board*board children, best of
-    `repeats`: "warm" over 32 nodes again and again, "cold" over 4,000 random nodes once each; for the table as
-    tt.new_table lays it out ("spread") and with its arrays aligned alike ("aligned")."""
+    `repeats`: "warm" over 32 nodes again and again, "cold" over 4,000 random nodes once each, every pass with
+    another random map (each child's move played first by the player or not, a coin flip as in a search); for
+    the table as tt.new_table lays it out ("spread") and with its arrays aligned alike ("aligned")."""
     k = board * board + 1
     rng = np.random.default_rng(seed)
-    amaf = rng.integers(-1, 2, k).astype(np.int8)
+    maps = rng.integers(-1, 2, (997, k)).astype(np.int8)  # a prime count: no node meets the same map twice in a row
     out = {}
     for layout in ("spread", "aligned"):
         t = tt.table_for_budget(tt.BUDGET_MB, k)
@@ -44,14 +48,13 @@ def pass_costs(board: int, seed: int = 1, repeats: int = 3) -> dict:
         t.amaf_value[:] = 0.5
         row = {}
         for name, n, reps in (("warm", 32, 300), ("cold", min(4000, S - 1), 1)):
-            slots = rng.choice(np.arange(1, S), n, replace=False).astype(np.int64)
             best = float("inf")
-            for _ in range(repeats):
-                if name == "cold":  # other nodes each time, so that none is in cache from the last round
+            for i in range(repeats):
+                if i == 0 or name == "cold":  # cold: other nodes each time, none in cache from the last round
                     slots = rng.choice(np.arange(1, S), n, replace=False).astype(np.int64)
-                _amaf_passes(t.n_children, t.child_move, t.amaf_visits, t.amaf_value, slots[:1], amaf, 1)
+                _amaf_passes(t.n_children, t.child_move, t.amaf_visits, t.amaf_value, slots[:1], maps, 1)
                 t0 = time.perf_counter()
-                _amaf_passes(t.n_children, t.child_move, t.amaf_visits, t.amaf_value, slots, amaf, reps)
+                _amaf_passes(t.n_children, t.child_move, t.amaf_visits, t.amaf_value, slots, maps, reps)
                 best = min(best, (time.perf_counter() - t0) / (reps * n) * 1e6)
             row[f"{name}_us"] = best
         out[layout] = row

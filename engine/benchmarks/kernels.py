@@ -8,7 +8,9 @@ turns, and the distributed run's extra per simulation and per hop (a MOVE record
 contention, no MPI calls, no waiting: a hop's own cost, steadier on a shared machine than `bench parallel`,
 whose CPU per hop holds all of those. With --parts, one more run of each layout logs every part a package
 runs (as a trace does) and gives each kind's cost as base + per tree step (the line `treesplit calibrate
---per-step` fits), on one rank and on --ranks. With --passes, what one AMAF update pass over a node's
+--per-step` fits), on one rank and on --ranks, and where a simulation's kernel time goes on each: us per
+simulation of every kind of part, of the batch kernel's work between parts ("batch": queueing packages,
+finishing simulations, writing records) and of taking records in ("receive"). With --passes, what one AMAF update pass over a node's
 children costs (the bulk of an update step) with its rows in cache (32 nodes over and over) and out of it
 (random nodes of a full table), on the table as tt.new_table lays it out and on one whose arrays start alike
 round a page (model/blocks.py says why that is slower). Writes results/bench-kernels.json (or --out DIR).
@@ -44,7 +46,8 @@ def register(kinds) -> None:
     p.add_argument("--repeats", type=int, default=5, help="runs of each layout (default 5)")
     p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--parts", action="store_true",
-                   help="also each kind of part's cost as base + per tree step, on 1 rank and on --ranks")
+                   help="also each kind of part's cost as base + per tree step, and us per simulation of "
+                        "each kind, the batch kernel between parts and the receive kernel, on 1 rank and on --ranks")
     p.add_argument("--passes", action="store_true",
                    help="also an AMAF pass's cost, rows in cache and out, spread table layout and aligned")
     add_output_flags(p)
@@ -81,9 +84,12 @@ def run_once(algo: str, ranks: int, board: int, sims: int, seed: int = 1) -> dic
     return {"kernel_us_per_sim": spent[0] / sims * 1e6, "hops_per_sim": moves / sims}
 
 
-def part_lines(algo: str, ranks: int, board: int, sims: int, seed: int = 1) -> dict:
-    """One loopback search with every part logged: per kind whose steps vary, the least-squares line of a
-    part's cost over its tree steps (sim.calibrate.step_costs), in us, and the mean steps per part."""
+def part_lines(algo: str, ranks: int, board: int, sims: int, seed: int = 1) -> tuple[dict, dict]:
+    """One loopback search with every part logged: (lines, per_sim). lines: per kind whose steps vary, the
+    least-squares line of a part's cost over its tree steps (sim.calibrate.step_costs), in us, and the mean
+    steps per part. per_sim: us per simulation of every kind of part, of the batch kernel's work between
+    parts ("batch": queueing, finishing simulations, writing records) and of the receive kernel ("receive":
+    taking records in), which together are the kernel time run_once measures."""
     import numpy as np
     import pandas as pd
 
@@ -94,23 +100,29 @@ def part_lines(algo: str, ranks: int, board: int, sims: int, seed: int = 1) -> d
 
     roles = _roles(algo, ranks, board, sims, seed)
     logs: list = []
+    run_s, receive_s = [0.0], [0.0]
     for role in roles:
         if hasattr(role, "run_batch") and hasattr(role, "take_logs"):
-            role.run_batch = _logged(role, logs)
+            role.run_batch = _logged(role, logs, run_s)
+            role.receive_batch = _timed(role.receive_batch, receive_s)
     BatchLoopback(roles, seed=seed).run()
     if not logs:
-        return {}
+        return {}, {}
     kinds, _, t0, t1, steps = (np.concatenate([p[i] for p in logs]) for i in range(5))
     tps = ticks_per_second()
     pk = pd.DataFrame({"t_start": t0 / tps, "t_end": t1 / tps, "kind": np.asarray(PKG_KINDS)[kinds],
                        "steps": steps})
-    return {k: {"base_us": c.base * 1e6, "per_step_us": c.slope * 1e6, "steps_per_part": c.mean,
-                "parts_per_sim": float((pk["kind"] == k).sum()) / sims}
-            for k, c in step_costs(pk).items()}
+    lines = {k: {"base_us": c.base * 1e6, "per_step_us": c.slope * 1e6, "steps_per_part": c.mean,
+                 "parts_per_sim": float((pk["kind"] == k).sum()) / sims}
+             for k, c in step_costs(pk).items()}
+    per_sim = {k: float(d) / sims * 1e6 for k, d in (pk["t_end"] - pk["t_start"]).groupby(pk["kind"]).sum().items()}
+    per_sim["batch"] = max(0.0, run_s[0] / sims * 1e6 - sum(per_sim.values()))
+    per_sim["receive"] = receive_s[0] / sims * 1e6
+    return lines, per_sim
 
 
-def _logged(role, logs: list):
-    run = role.run_batch
+def _logged(role, logs: list, spent: list):
+    run = _timed(role.run_batch, spent)
 
     def call(max_cycles, log):
         run(max_cycles, True)
@@ -150,8 +162,8 @@ def measure(algo: str, board: int, ranks: int = 2, sims: int = 20000, repeats: i
            "runs_1": [x["kernel_us_per_sim"] for x in runs[1]],
            "runs_n": [x["kernel_us_per_sim"] for x in runs[ranks]]}
     if parts:
-        row["parts_1"] = part_lines(algo, 1, board, sims, seed)
-        row["parts_n"] = part_lines(algo, ranks, board, sims, seed)
+        row["parts_1"], row["per_sim_1"] = part_lines(algo, 1, board, sims, seed)
+        row["parts_n"], row["per_sim_n"] = part_lines(algo, ranks, board, sims, seed)
     return row
 
 
@@ -182,12 +194,17 @@ def _run(args) -> int:
             if not args.json and not args.quiet:
                 hop = f"{row['us_per_hop']:.1f} us/hop" if row["us_per_hop"] is not None else "no hops"
                 print(f"{board}x{board} {algo:10s} 1 rank {row['us_per_sim_1']:6.1f} us/sim, {args.ranks} ranks "
-                      f"{row['us_per_sim_n']:6.1f} (x{row['ratio']:.2f}, +{row['extra_us_per_sim']:.1f} us; "
+                      f"{row['us_per_sim_n']:6.1f} (x{row['ratio']:.2f}, {row['extra_us_per_sim']:+.1f} us; "
                       f"{row['hops_per_sim']:.2f} hops/sim, {hop})", flush=True)
                 for kind in sorted(set(row.get("parts_1", {})) | set(row.get("parts_n", {}))):
                     print(f"  {kind:7s} " + ", ".join(
                         f"{r} rank{'s' if r > 1 else ''} " + (_line(row[key][kind]) if kind in row[key] else "-")
                         for r, key in ((1, "parts_1"), (args.ranks, "parts_n"))), flush=True)
+                if "per_sim_n" in row:
+                    one, many = row["per_sim_1"], row["per_sim_n"]
+                    print(f"  us/sim on 1 rank / {args.ranks}: " + ", ".join(
+                        f"{k} {one.get(k, 0.0):.2f} / {many.get(k, 0.0):.2f}"
+                        for k in list(many) + [k for k in one if k not in many]), flush=True)
     res = {"ranks": args.ranks, "sims": args.sims, "repeats": args.repeats, "rows": rows}
     if args.passes:
         from engine.benchmarks._passes import pass_costs

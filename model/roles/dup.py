@@ -23,6 +23,7 @@ from model.atomics import atomic_add, atomic_add2, atomic_cas, atomic_load, atom
 from model.blocks import spread_zeros
 from model.roles.messages import NODE_ROW, STAT
 from model.tt import EXPANDING, UNEXPANDED, lookup
+from model.uct import amaf_weight
 
 # meta fields
 D_ROWS, D_REFUSED, D_DROPPED = 0, 1, 2
@@ -47,13 +48,15 @@ class DupTable(NamedTuple):
 
 
 def new_dup_table(slots: int, max_children: int, rows: int) -> DupTable:
-    """Delta counters for up to `rows` duplicated nodes of a table with `slots` slots (pages are touched
-    only when used, so a generous `rows` costs little)."""
+    """Delta counters for up to `rows` duplicated nodes of a table with `slots` slots (in small pages, each
+    touched only when used, so a generous `rows` costs little: a search duplicates a few hundred nodes, and
+    every search rank makes its table anew)."""
     D, K = int(rows), int(max_children)
     # an update of a duplicated node adds to its four rows together: they alternate with the others
     n, row_of, w, ready, an, slot, aw, key, node_n, node_w = spread_zeros([
         ((D, K), np.int32), ((int(slots),), np.int32), ((D, K), np.float32), ((D,), np.int32), ((D, K), np.int32),
-        ((D,), np.int64), ((D, K), np.float32), ((D,), np.uint64), ((D,), np.int64), ((D,), np.float64)])
+        ((D,), np.int64), ((D, K), np.float32), ((D,), np.uint64), ((D,), np.int64), ((D,), np.float64)],
+        huge_pages=False)
     row_of[:] = -1
     return DupTable(row_of=row_of, ready=ready, slot=slot, key=key, n=n, w=w, an=an, aw=aw, node_n=node_n,
                     node_w=node_w, meta=np.zeros(D_LEN, np.int64))
@@ -73,8 +76,9 @@ def amaf_shared_in(n_children, cm, av, aw, dan, daw, slot, row, amaf, player, r)
     """uct.amaf_in on a duplicated node (table slot, DupTable row): the table's AMAF counts and the row's
     unsent ones in one pass over the children (dan, daw: the DupTable's an, aw)."""
     for j in range(n_children[slot]):
-        m = amaf[cm[slot, j]] == player
-        x = r * m
+        a = amaf[cm[slot, j]]
+        m = a == player
+        x = r * amaf_weight(a, player)
         av[slot, j] += m
         aw[slot, j] += x
         dan[row, j] += m
