@@ -10,10 +10,11 @@ whose CPU per hop holds all of those. With --parts, one more run of each layout 
 runs (as a trace does) and gives each kind's cost as base + per tree step (the line `treesplit calibrate
 --per-step` fits), on one rank and on --ranks, and where a simulation's kernel time goes on each: us per
 simulation of every kind of part, of the batch kernel's work between parts ("batch": queueing packages,
-finishing simulations, writing records) and of taking records in ("receive"). With --passes, what one AMAF update pass over a node's
-children costs (the bulk of an update step) with its rows in cache (32 nodes over and over) and out of it
-(random nodes of a full table), on the table as tt.new_table lays it out and on one whose arrays start alike
-round a page (model/blocks.py says why that is slower). Writes results/bench-kernels.json (or --out DIR).
+finishing simulations, writing records) and of taking records in ("receive"). With --passes, what one AMAF
+update pass over a node's children costs (the bulk of an update step) with its rows in cache (32 nodes over
+and over) and out of it (random nodes of a full table), on the table as tt.new_table lays it out and on one
+whose arrays start alike round a page (model/blocks.py says why that is slower). Writes
+results/bench-kernels.json (or --out DIR).
 
 examples:
   treesplit bench kernels --boards 9,19
@@ -89,7 +90,7 @@ def part_lines(algo: str, ranks: int, board: int, sims: int, seed: int = 1) -> t
     least-squares line of a part's cost over its tree steps (sim.calibrate.step_costs), in us, and the mean
     steps per part. per_sim: us per simulation of every kind of part, of the batch kernel's work between
     parts ("batch": queueing, finishing simulations, writing records) and of the receive kernel ("receive":
-    taking records in), which together are the kernel time run_once measures."""
+    taking records in), which together are this run's kernel time (run_once's, plus the logging)."""
     import numpy as np
     import pandas as pd
 
