@@ -126,6 +126,9 @@ class SearchHost:
     def quiescent(self):
         return True
 
+    def sims_done(self):
+        return self.c["sims_done"]
+
     def counters(self):
         return self.c
 
@@ -189,6 +192,9 @@ class BroadcastHost:
 
     def on_work_done(self, pkg, result):
         return None
+
+    def sims_done(self):
+        return self.c["sims_done"]
 
     def counters(self):
         return self.c

@@ -49,14 +49,14 @@ class _Rank:
         self.work = []  # (ready_at, hops_left)
         self.sent = self.received = self.done_sims = 0
         self.stopped = self.synced = False
-        self.control = ctl.Control(r, size, sims, None, self.send_control, self.state, self.stop,
-                                   self.sync, lambda: {"rank": r, "sent": []})
+        self.control = ctl.Control(r, size, sims, None, self.send_control, lambda: self.done_sims, self.state,
+                                   self.stop, self.sync, lambda: {"rank": r, "sent": []})
 
     def send_control(self, dst, obj):
         self.net.send(self.r, dst, "CONTROL", ctl.encode(obj))
 
     def state(self):
-        return not self.work, self.sent, self.received, self.done_sims
+        return not self.work, self.sent, self.received
 
     def stop(self):
         self.stopped = True
@@ -151,7 +151,8 @@ def test_a_wave_that_straddles_a_message_chain_does_not_end_the_drain():
 
     def make(r):
         return ctl.Control(r, 3, sims=1, seconds=None, send=lambda dst, obj: outbox.append((r, dst, obj)),
-                           rank_state=lambda: (True, counts[r][0], counts[r][1], 1), stop_role=lambda: None,
+                           sims_done=lambda: 1, rank_state=lambda: (True, counts[r][0], counts[r][1]),
+                           stop_role=lambda: None,
                            final_sync=lambda: None, report=lambda: {"rank": r, "sent": []})
 
     c = [make(r) for r in range(3)]
@@ -213,7 +214,7 @@ def test_a_simulation_budget_is_seen_reached_within_a_few_milliseconds():
 
     def control(rank, sims, seconds=None):
         return ctl.Control(rank, 2, sims, seconds, send=lambda dst, obj: sent.append((rank, dst, obj)),
-                           rank_state=lambda: (False, 0, 0, done[rank]), stop_role=lambda: None,
+                           sims_done=lambda: done[rank], rank_state=lambda: (False, 0, 0), stop_role=lambda: None,
                            final_sync=lambda: None, report=lambda: {})
 
     c0, c1 = control(0, 100), control(1, 100)
@@ -237,3 +238,24 @@ def test_a_simulation_budget_is_seen_reached_within_a_few_milliseconds():
     assert sent == []
     t1.tick(ctl.PROGRESS_EVERY)
     assert [obj for _, _, obj in sent] == [{"op": "PROGRESS", "sims": 70}]
+
+
+def test_progress_counts_ask_only_for_the_simulations_done():
+    """A progress count comes every few milliseconds under a sims budget; it reads sims_done() alone. The full
+    rank state (whether the role is idle: a call into its compiled core) is for termination probes only."""
+    state_calls = []
+
+    def rank_state():
+        state_calls.append(1)
+        return True, 0, 0
+
+    done = [0]
+    c = ctl.Control(1, 2, 100, None, send=lambda dst, obj: None, sims_done=lambda: done[0], rank_state=rank_state,
+                    stop_role=lambda: None, final_sync=lambda: None, report=lambda: {})
+    for i in range(50):
+        done[0] = i
+        c.tick(i * ctl.SIMS_PROGRESS_EVERY)
+    assert c.phase == ctl.RUN and state_calls == []
+    c.on_message(0, ctl.encode({"op": "PROBE", "wave": 1}), 1.0)
+    assert state_calls == [1]
+

@@ -521,3 +521,17 @@ def test_growing_the_sync_intake_keeps_the_rows_a_queued_sync_job_holds():
     role.grow()
     assert len(role.a.rows_in) >= 2 * n and len(role.a.jrows) == len(role.a.rows_in)
     assert role.a.jrows[:n].tobytes() == before_j.tobytes() and role.a.rows_in[:n].tobytes() == before_in.tobytes()
+
+
+@pytest.mark.parametrize("algo,M,B,params", [("treesplit", 2, 1, {}), ("tds", 2, 0, {}), ("dfuct", 2, 0, {}),
+                                             ("root", 2, 0, {}), ("leaf", 2, 0, {}), ("hybrid", 4, 0, {"groups": 2})])
+def test_sims_done_is_what_stats_counts(algo, M, B, params):
+    """Runtimes read a rank's simulation count every few milliseconds through sims_done(), which must agree
+    with the full stats(): after a search stopped early and after a whole one."""
+    g, s = make_game("pgame", **PGAME)
+    for stop_after in (150, None):
+        roles = make_roles(algo, Layout(M, B, workers=1), Setup(g, s, sims=600, seed=2), {"table_mb": 4, **params})
+        Loopback(roles, seed=2).run(stop_after=stop_after)
+        counts = [r.sims_done() for r in roles]
+        assert counts == [r.stats().sims_done for r in roles]
+        assert sum(counts) == 600 if stop_after is None else 0 < sum(counts) <= 600

@@ -41,16 +41,17 @@ def decode(payload: bytes) -> dict[str, Any]:
 
 
 class Control:
-    """One rank's side of the protocol. `rank_state()` returns (idle, app_sent, app_received, sims_done);
-    `stop_role()`, `final_sync()` act on the local role; `report()` builds this rank's final REPORT."""
+    """One rank's side of the protocol. `sims_done()` returns the simulations this rank completed (read at
+    every progress count: it must be cheap), `rank_state()` (idle, app_sent, app_received) for a termination
+    probe; `stop_role()`, `final_sync()` act on the local role; `report()` builds this rank's final REPORT."""
 
     def __init__(self, rank: int, size: int, sims: int | None, seconds: float | None,
-                 send: Callable[[int, dict], None], rank_state: Callable[[], tuple[bool, int, int, int]],
-                 stop_role: Callable[[], None], final_sync: Callable[[], None],
-                 report: Callable[[], dict]):
+                 send: Callable[[int, dict], None], sims_done: Callable[[], int],
+                 rank_state: Callable[[], tuple[bool, int, int]], stop_role: Callable[[], None],
+                 final_sync: Callable[[], None], report: Callable[[], dict]):
         self.rank, self.size = rank, size
         self.sims, self.seconds = sims, seconds
-        self.send, self.rank_state = send, rank_state
+        self.send, self.sims_done, self.rank_state = send, sims_done, rank_state
         self.stop_role, self.final_sync, self.report = stop_role, final_sync, report
         self.phase = RUN
         self.phase_since = 0.0
@@ -86,9 +87,9 @@ class Control:
     # --- driven by the IO loop -------------------------------------------------------------------------------
     def tick(self, now: float) -> None:
         if self.phase == RUN:
-            if now >= self._next_progress:  # the counters cost a role call: not at every tick
+            if now >= self._next_progress:  # a count and, off rank 0, a message: not at every tick
                 self._next_progress = now + self._progress_every
-                _, _, _, sims_done = self.rank_state()
+                sims_done = self.sims_done()
                 if not self.coordinator:
                     if sims_done != self._last_progress_sent:
                         self.send(0, {"op": "PROGRESS", "sims": sims_done})
@@ -111,7 +112,7 @@ class Control:
         elif self.coordinator and self.phase in (DRAIN, SYNC) and not self._replies and now >= self._next_probe:
             self.wave += 1
             self._broadcast({"op": "PROBE", "wave": self.wave})
-            idle, sent, received, _ = self.rank_state()
+            idle, sent, received = self.rank_state()
             self._on_reply(0, self.wave, idle, sent, received, now)
 
     def on_message(self, src: int, payload: bytes, now: float) -> None:
@@ -123,7 +124,7 @@ class Control:
             self.stop_role()
             self._enter(DRAIN, now)
         elif op == "PROBE":
-            idle, sent, received, _ = self.rank_state()
+            idle, sent, received = self.rank_state()
             self.send(0, {"op": "REPLY", "wave": msg["wave"], "idle": idle, "sent": sent, "received": received})
         elif op == "REPLY":
             self._on_reply(src, int(msg["wave"]), bool(msg["idle"]), int(msg["sent"]), int(msg["received"]), now)

@@ -206,7 +206,7 @@ class RankRuntime:
             self.pool.start()
         self.ep = Endpoint(self.comm, clock.now)
         self.control = ctl.Control(self.rank, self.size, cfg.sims, cfg.seconds, self._send_control,
-                                   self._rank_state, lambda: self._apply(host.stop()),
+                                   self._sims_done, self._rank_state, lambda: self._apply(host.stop()),
                                    lambda: self._apply(host.final_sync()), self._report)
         threading.Thread(target=self._watchdog, name="watchdog", daemon=True).start()
         try:
@@ -513,8 +513,12 @@ class RankRuntime:
     def _send_control(self, dst: int, obj: dict) -> None:
         self.ep.post(dst, CONTROL, ctl.encode(obj))  # rank 0 never sends itself CONTROL messages
 
-    def _rank_state(self) -> tuple[bool, int, int, int]:
-        """(idle, sent, received, sims done); the caller holds the role lock, so the view is consistent."""
+    def _sims_done(self) -> int:
+        """Simulations completed here (the caller holds the role lock)."""
+        return int(self.host.sims_done())
+
+    def _rank_state(self) -> tuple[bool, int, int]:
+        """(idle, sent, received); the caller holds the role lock, so the view is consistent."""
         idle = (self.outstanding == 0 and not self.local and not self.outbox and self.host.quiescent())
         sent, received = self.ep.app_sent, self.ep.app_received
         net = self.native_net
@@ -524,7 +528,7 @@ class RankRuntime:
             sent += int(net.net[native.N_APP_TX])
             received += int(net.net[native.N_APP_RX])
             idle = bool(idle and not net.used.any() and net.net[native.N_PEND_OFF] < 0)
-        return idle, sent, received, int(self.host.counters().get("sims_done", 0))
+        return idle, sent, received
 
     # --- measurements -----------------------------------------------------------------------------------------
     @property
@@ -564,7 +568,7 @@ class RankRuntime:
 
     def _report(self) -> dict[str, Any]:
         t = self.now()
-        _, sent, received, _ = self._rank_state()
+        _, sent, received = self._rank_state()
         rep = {
             "rank": self.rank, "t": t, "workers": self.workers, "inline": self.pool is None,
             "busy_time": self.busy_time(), "cpu_time": time.process_time() - self.cpu0,

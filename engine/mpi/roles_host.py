@@ -247,6 +247,9 @@ class RolesHost:
     def quiescent(self) -> bool:
         return self.role.idle()
 
+    def sims_done(self) -> int:
+        return self.role.sims_done()
+
     def counters(self) -> dict[str, int]:
         st = self.role.stats()
         return {"sims_done": st.sims_done, "playouts_done": st.playouts, "nodes_stored": st.nodes_stored,

@@ -191,6 +191,11 @@ class Role:
     def stats(self) -> RoleStats:
         return RoleStats()
 
+    def sims_done(self) -> int:
+        """stats().sims_done, which runtimes read every few milliseconds: a role whose stats() costs more
+        than microseconds (a table scan) answers it directly."""
+        return self.stats().sims_done
+
     def report(self) -> dict:
         """JSON-able final report of this rank (the coordinator's includes the search result)."""
         return self.stats().as_dict()

@@ -132,6 +132,9 @@ class GroupRank(Role):
         st.extra["group"] = self.group
         return st
 
+    def sims_done(self) -> int:
+        return self.inner.sims_done()
+
     def report(self) -> dict:
         d = self.inner.report()
         d["group"] = self.group

@@ -460,6 +460,9 @@ class TreesplitSearch(Role):
             return -1
         return int(t.child_move[s, int(np.argmax(t.child_visits[s, :nc]))])
 
+    def sims_done(self) -> int:
+        return int(self.a.cs[0]["done"])
+
     def stats(self) -> RoleStats:
         cs = self.a.cs[0]
         st = RoleStats(sims_started=int(cs["started"]), sims_done=int(cs["done"]),
