@@ -104,6 +104,36 @@ def test_held_out_rows_are_never_calibrated_on_their_own_runs(monkeypatch):
     assert all(r["record_factor"] == pytest.approx(0.9) for r in own if r["algo"] != "sequential")
 
 
+def test_each_run_is_predicted_with_its_own_seed(monkeypatch):
+    """The search's seed decides which ranks own a tree's hot paths and so its hops/sim, alike in both
+    runtimes: every prediction of an MPI configuration, in sample or held out, draws the seed of the run it
+    is compared with, and the runs of a configuration differ in seed."""
+    import experiments.validate as v
+    from experiments.validate import FIGURES, ValidateConfig, validate
+
+    fake_runs(monkeypatch)
+    run_seeds, pred_seeds = {}, {}
+
+    def measure_mpi(case, secs, trace, *a, seed=1, **k):
+        if trace is None:
+            run_seeds.setdefault(case.label, []).append(seed)
+        return {f: 1.0 for f in FIGURES} | {"seconds": secs, "bcast_ranks": 0, "sims": 10}
+
+    def predict(case, prof, secs, bcast, params, seed=0):
+        pred_seeds.setdefault(case.label, []).append(seed)
+        return {f: 1.0 for f in FIGURES} | {"wall_s": 0.0}
+
+    monkeypatch.setattr(v, "measure_mpi", measure_mpi)
+    monkeypatch.setattr(v, "predict", predict)
+    validate(ValidateConfig(boards=(9,), quick=True, repeats=3, pingpong=False), log=lambda s: None)
+    ref = "treesplit 2x1 9x9"
+    assert run_seeds[ref][-3:] == [1, 2, 3] and pred_seeds[ref] == [1, 2, 3]  # (a warm-up run first)
+    held = [label for label in run_seeds if label != ref]
+    assert held
+    for label in held:  # the in-sample predictions, then the held-out ones, each run's seed
+        assert sorted(pred_seeds[label]) == sorted(run_seeds[label] * 2) and len(set(run_seeds[label])) == 3
+
+
 def test_a_failed_engine_run_costs_its_row_not_the_table(monkeypatch):
     import experiments.validate as v
     from model.errors import UserError
