@@ -56,7 +56,6 @@ import time
 from typing import Callable, NamedTuple
 
 import numpy as np
-from numba.typed import List
 
 from model.topology import Topology
 from sim import statistical_kernel as K
@@ -186,10 +185,7 @@ class StatWorld:
         F, I, U, v = self.F, self.I, self.U, self._views()
         I[K.H_NW], I[K.H_BX], I[K.H_Q], I[K.H_HEAP], I[K.H_ROWS], I[K.H_WM] = nw, Bx, Q, heap, rows, max(W, 1)
         self.UL, self.NL = new_rings(P, self.RING)
-        self.WU, self.WA = List(), List()
-        for _ in range(Bx):
-            self.WU.append(np.zeros((self.ARRIVALS, nw), dtype=np.uint64))
-            self.WA.append(np.zeros((self.ARRIVALS, K.N_A), dtype=np.float64))
+        self.WU, self.WA = K.new_arrivals(Bx, self.ARRIVALS, nw)
 
         net = profile.network
         F[K.C_O], F[K.C_PM], F[K.C_PB], F[K.C_SPB] = net.overhead, io.per_message, io.per_byte, io.stats_per_byte

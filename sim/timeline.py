@@ -178,15 +178,21 @@ def trim(F, I, UL, NL, p, pf, pi, t):
     I[pi + PI_BASE] = fb
 
 
+@njit(cache=True)
+def _rings(pools, ring):
+    # Built in a cached kernel: a typed list filled from Python compiles its append in every process (~3 s)
+    UL, NL = List(), List()
+    for _ in range(pools):
+        UL.append(np.zeros(ring))
+        NL.append(np.arange(ring))
+    return UL, NL
+
+
 def new_rings(pools: int, ring: int) -> tuple[List, List]:
     """UL, NL for `pools` empty pools of `ring` bins each (a power of two)."""
     if ring < 1 or ring & (ring - 1):
         raise ValueError(f"ring: need a power of two, got {ring}")
-    UL, NL = List(), List()
-    for _ in range(pools):
-        UL.append(np.zeros(ring))
-        NL.append(np.arange(ring, dtype=np.int64))
-    return UL, NL
+    return _rings(pools, ring)
 
 
 class Pool:
