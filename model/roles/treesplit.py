@@ -465,7 +465,7 @@ class TreesplitSearch(Role):
 
     def stats(self) -> RoleStats:
         cs = self.a.cs[0]
-        st = RoleStats(sims_started=int(cs["started"]), sims_done=int(cs["done"]),
+        st = RoleStats(sims_started=int(cs["started"]), sims_done=self.sims_done(),
                        playouts=int(self.a.cnt[K.C_PLAYOUTS]), nodes_stored=current_nodes(self.t),
                        nodes_duplicated=int(self.dt.meta[D_ROWS]), queue_len=int(cs["outstanding"]),
                        moves_held=int(cs["moves_held"]), messages_sent=dict(self.sent),
