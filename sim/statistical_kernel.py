@@ -835,8 +835,8 @@ N_A = 4
 
 @njit(cache=True)
 def new_arrivals(bx, rows, nw):
-    """WU, WA of bx broadcast ranks with room for `rows` pending arrivals each (grown where needed). Built in
-    a kernel: a typed list filled from Python compiles its append in every process (~3 s)."""
+    """WU, WA of bx broadcast ranks with room for `rows` pending arrivals each (grown where needed); built in a
+    kernel for the reason timeline._rings is."""
     WU, WA = List(), List()
     for _ in range(bx):
         WU.append(np.zeros((rows, nw), np.uint64))
